@@ -1,0 +1,17 @@
+// Top-k selection for the top-k allgather compressor (algorithms.md §7).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace clbo::kernels {
+
+// Selects the k elements of largest |x_i| (k <= n). Ties in |x| go to the lower index, so
+// the choice is unique. Writes idx ascending and val[j] = x[idx[j]] (the signed value;
+// −0.0 is kept as −0.0). NaN inputs are the caller's to reject.
+void topk_select(const float* x, size_t n, size_t k, uint32_t* idx, float* val);
+
+namespace ref {
+void topk_select(const float* x, size_t n, size_t k, uint32_t* idx, float* val);
+}
+
+}  // namespace clbo::kernels

@@ -1,0 +1,55 @@
+// The optimizer interface. One Optimizer object holds one rank's state; a data-parallel run
+// has p of them, each stepping with its own Communicator. step() communicates exactly the
+// calls comm_schedule() announces for that step — the simulator trusts this, and tests
+// hold the optimizers to it through CountingCommunicator and CommPlan.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "clbo/collectives/communicator.hpp"
+#include "clbo/core/layout.hpp"
+#include "clbo/core/schedule.hpp"
+
+namespace clbo {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // DeepSpeed's name: "Adam", "Lamb", "OneBitAdam", "OneBitLamb", "ZeroOneAdam", "Slamb".
+  virtual std::string type() const = 0;
+
+  // One update of this rank's params (n floats, in place) from its local gradient. Returns
+  // false when the step was skipped because a gradient was non-finite and the config asks
+  // for skipping (then no state changed on any rank); throws clbo::Error otherwise.
+  virtual bool step(Communicator& comm, float* params, const float* grad) = 0;
+
+  // The collectives step t (1-based, counted like steps_taken()) will issue.
+  virtual CommSchedule comm_schedule(int64_t t) const = 0;
+
+  // Number of completed (non-skipped) updates.
+  virtual int64_t steps_taken() const = 0;
+
+  // The learning rate of the next steps (training schedules change it between steps).
+  virtual void set_lr(float lr) = 0;
+  virtual float lr() const = 0;
+
+  // Full state: moments, error buffers, counters, frozen coefficients, freshness, RNG.
+  // Loading into an optimizer built from the same config, layout and rank makes the
+  // continuation bit-identical to never having stopped.
+  virtual void save_state(std::ostream& out) const = 0;
+  virtual void load_state(std::istream& in) = 0;
+};
+
+// Builds an optimizer from a DeepSpeed-style block {"type": ..., "params": {...}} (or a
+// whole DeepSpeed config holding "optimizer": {...}). Validates every field before any work;
+// errors name `file`, the field and the value. `rank`/`world_size` describe the caller.
+std::unique_ptr<Optimizer> make_optimizer(const nlohmann::json& block, const std::string& file,
+                                          const ParamLayout& layout, int world_size, int rank);
+
+// The types make_optimizer accepts.
+const std::vector<std::string>& optimizer_types();
+
+}  // namespace clbo
