@@ -12,11 +12,16 @@ namespace clbo {
 
 // Ring allreduce (reduce-scatter then allgather) summing `n` floats in place. The buffer is
 // split into p contiguous chunks, chunk j = [j·n/p, (j+1)·n/p) with integer division, and
-// each rank sends its partial chunk to rank+1. With wire = kF16 each transfer carries fp16
-// values and every partial sum is rounded to fp16 as NCCL does for fp16 buffers; the
-// result stays fp32 in `buf`. All ranks end bit-identical. p = 1 is a no-op.
+// each rank sends its partial chunk to rank+1. Chunk j is summed left to right in rank
+// order j, j+1, …, j+p−1 (mod p) by the rank that receives it last, and the allgather
+// phase copies each final chunk to every rank, so all ranks end bit-identical. Empty
+// chunks (n < p) are not sent. With wire = kF16 each transfer carries fp16 values, every
+// rank's own contribution is rounded to fp16 and every partial sum is rounded to fp16 as
+// NCCL does for fp16 buffers; the result stays fp32 in `buf` (every element then holds an
+// fp16-representable value). p = 1 and n = 0 are no-ops (no fp16 rounding either).
+// Any wire type other than kF32/kF16 is an error.
 void ring_allreduce_sum(Communicator& comm, float* buf, size_t n, DType wire = DType::kF32);
-// Sum followed by multiplication with 1/p (in fp32).
+// Sum followed by multiplication with 1.0f/p (in fp32; exact division only for p = 2^k).
 void ring_allreduce_mean(Communicator& comm, float* buf, size_t n, DType wire = DType::kF32);
 
 // Per-rank state of the 1-bit compressed allreduce: worker error over n' elements and the
@@ -38,13 +43,17 @@ void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, si
 // Sparse allreduce over the elements selected by `mask` (a bitmap over buf[0..n) in the
 // bit order of kernels/mask.hpp, identical on every rank): compact, ring-allreduce the
 // compacted values (summed, on the given wire type), scatter back. Unselected elements are
-// untouched. Returns the compacted count.
+// untouched. Returns the compacted count. Ranks whose masks select different counts fail
+// with the backend's message-size error.
 size_t sparse_allreduce_sum(Communicator& comm, float* buf, size_t n, const uint8_t* mask,
                             DType wire = DType::kF32);
 
-// Top-k allgather: each rank selects its k largest-|x| elements, allgathers the (uint32
-// index, fp32 value) pairs, and every rank writes the mean of the sparse contributions
-// into buf (zero where no rank selected an element). Summation order is rank 0..p−1.
+// Top-k allgather: each rank selects its k largest-|x| elements (kernels::topk_select, ties
+// to the lower index), allgathers the (uint32 index, fp32 value) pairs as one message of
+// 8·k bytes (k indices, then k values), and every rank writes the mean of the sparse
+// contributions into buf: out_i = (0.0f + Σ_{j=0..p−1} v_{j,i}) · (1.0f/p), summed in rank
+// order, zero where no rank selected element i. All ranks end bit-identical. k > n is an
+// InputError; NaN inputs are the caller's to reject.
 void topk_allgather_mean(Communicator& comm, float* buf, size_t n, size_t k);
 
 }  // namespace clbo

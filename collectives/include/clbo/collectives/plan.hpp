@@ -2,6 +2,23 @@
 // byte counts, in dependency order (transfers of one `round` may run concurrently). The
 // real backends must move exactly these bytes, and the simulator executes these transfers.
 // This header depends on core only, so the simulator can use it without linking kernels.
+//
+// The plans mirror clbo's algorithms (algorithms.hpp) message for message:
+//   kAllreduce           "ring": 2(p−1) rounds; in reduce-scatter round s (0 ≤ s < p−1)
+//                        rank r sends chunk (r−s) mod p to r+1, in allgather round p−1+s
+//                        it sends chunk (r+1−s) mod p; chunk j = [j·n/p, (j+1)·n/p) of
+//                        `count` elements of dtype_bytes(dtype) each.
+//   kSparseAllreduce     "ring" over the compacted `count` elements (same as above).
+//   kCompressedAllreduce "onebit_two_phase": round 0 all-to-all of c/8-byte sign pieces,
+//                        round 1 allgather of 4-byte worker scales, round 2 allgather of
+//                        c/8-byte server sign chunks, round 3 allgather of 4-byte server
+//                        scales (c = n'/p, n' the padded size; dtype is ignored).
+//   kTopkAllgather       "direct_allgather" of one 8·k-byte message per rank (k uint32
+//                        indices then k fp32 values; `count` = k, dtype is ignored).
+//   kAlltoall            "direct_alltoall": `count` elements per destination block.
+//   kAllgather           "direct_allgather": `count` elements contributed per rank.
+// Messages of zero bytes are never sent, so they never appear in a plan; at p = 1 every
+// plan is empty.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,16 +40,27 @@ struct CommPlan {
   int p = 1;
   std::vector<Transfer> transfers;
   uint64_t bytes_sent_by(int rank) const;
+  uint64_t bytes_received_by(int rank) const;
+  uint64_t messages_sent_by(int rank) const;
   uint64_t total_bytes() const;
-  int num_rounds() const;
+  int num_rounds() const;  // 1 + the largest round, 0 for an empty plan
 };
 
-// The plan of one call as executed by clbo's algorithms on a flat world of p ranks.
+// The plan of one call as executed by clbo's algorithms on a flat world of p ranks (p ≥ 1).
 // For sparse allreduce, `call.count` is the compacted length.
 CommPlan make_plan(const CommCall& call, int p);
 
 // Closed forms used by reports and cross-checked against make_plan in tests.
-uint64_t onebit_bytes_per_rank(size_t n, int p);  // (p−1)·n'/(4p) + 8(p−1)
+uint64_t onebit_bytes_per_rank(size_t n, int p);  // (p−1)·n'/(4p) + 8(p−1); 0 for n = 0
+// Bytes rank `rank` sends in a ring allreduce of n elements: every chunk except
+// (rank+1) mod p in the reduce-scatter and every chunk except (rank+2) mod p in the
+// allgather, i.e. elem_bytes·(2n − |chunk rank+1| − |chunk rank+2|); 0 at p = 1.
 uint64_t ring_bytes_per_rank(size_t n, int p, int rank, size_t elem_bytes);
+
+// The element range [begin, end) of ring chunk j of n elements over p ranks:
+// [j·n/p, (j+1)·n/p) with integer division. Shared by the ring algorithm and its plan.
+inline size_t ring_chunk_begin(size_t n, int p, int j) {
+  return static_cast<size_t>(j) * n / static_cast<size_t>(p);
+}
 
 }  // namespace clbo
