@@ -4,6 +4,8 @@
 // contraction, so the reference and the optimized versions agree bit for bit, and an
 // optimizer run with bias correction off matches its compressed twin's warmup exactly.
 // bc1 and bc2 are the bias-correction divisors 1−β1^t and 1−β2^t, or 1 when off.
+// (1−β1) and (1−β2) are each formed once in fp32 as 1.0f − β; products associate left to
+// right as written, e.g. ((1−β2)·g)·g, as PyTorch's addcmul_(g, g, value=1−β2) computes it.
 #pragma once
 #include <cstddef>
 
@@ -15,7 +17,7 @@ struct AdamArgs {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.f;
   float bc1 = 1.f, bc2 = 1.f;
   bool update_m = true;  // m = β1·m + (1−β1)·g
-  bool update_v = true;  // v = β2·v + (1−β2)·g·g   (off while v is frozen)
+  bool update_v = true;  // v = β2·v + ((1−β2)·g)·g (off while v is frozen)
 };
 
 // Per element: [m update]; [v update]; u = (m/bc1) / (sqrt(v/bc2) + eps) + wd·θ; θ = θ − lr·u.

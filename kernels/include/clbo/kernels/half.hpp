@@ -1,6 +1,7 @@
 // fp32 <-> IEEE binary16 conversion, round to nearest even, with subnormals, ±Inf and NaN
-// (NaN stays NaN, quiet). Overflow rounds to ±Inf as IEEE requires. Used for fp16 wire
-// formats (SLAMB's comm_dtype "fp16", fp16-cast compression).
+// (NaN stays NaN, quiet; the CPU code keeps the top payload bits, as x86 F16C does).
+// Overflow rounds to ±Inf as IEEE requires. Used for fp16 wire formats (SLAMB's comm_dtype
+// "fp16", fp16-cast compression).
 #pragma once
 #include <cstddef>
 #include <cstdint>

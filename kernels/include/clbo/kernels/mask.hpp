@@ -25,7 +25,7 @@ CLBO_HD bool mask_keep(uint64_t seed, uint32_t t, uint64_t threshold, uint64_t i
 }
 
 // Writes ceil(n/8) bytes: the mask over global elements [begin, begin+n). Trailing bits of
-// the last byte are zero.
+// the last byte are zero. Throws std::invalid_argument unless 0 <= k <= 1.
 void random_mask(uint64_t seed, uint32_t t, double k, size_t begin, size_t n, uint8_t* bits);
 
 // Sets the bits of local elements [lo, hi) (used to force whole tensors into a mask).
@@ -40,6 +40,14 @@ size_t compact(const float* src, const uint8_t* bits, size_t n, float* dst);
 
 // The inverse: dst[i] = src[j++] for each kept i < n; dst[i] is untouched where not kept.
 void scatter(const float* src, const uint8_t* bits, size_t n, float* dst);
+
+namespace detail {
+// Which code path random_mask (Philox) and compact/scatter use: kAuto (the default) picks the
+// widest the CPU has; kScalar and kSse2 use the scalar compaction. Tests force each one; returns
+// false when a path is unavailable on this CPU or build. Not thread-safe: tests only.
+enum class MaskPath { kAuto, kScalar, kSse2, kAvx2 };
+bool set_mask_path(MaskPath path);
+}  // namespace detail
 
 namespace ref {
 void random_mask(uint64_t seed, uint32_t t, double k, size_t begin, size_t n, uint8_t* bits);

@@ -17,7 +17,7 @@
 namespace clbo::kernels {
 
 // DeepSpeed's padding: n' = ceil(n / (p·lcm(p,8))) · p·lcm(p,8). Always a multiple of 8p,
-// and 0 only for n = 0.
+// and 0 only for n = 0. Throws std::invalid_argument when p < 1.
 size_t onebit_padded_size(size_t n, int p);
 
 // RMS scale of a padded buffer from its sum of squares: (float)sqrt(sumsq / L); 0 when L = 0.
