@@ -8,10 +8,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "clbo/collectives/communicator.hpp"
+#include "clbo/core/error.hpp"
 #include "clbo/core/layout.hpp"
 #include "clbo/core/schedule.hpp"
+#include "clbo/optim/config.hpp"
 
 namespace clbo {
 
@@ -41,6 +44,27 @@ class Optimizer {
   // continuation bit-identical to never having stopped.
   virtual void save_state(std::ostream& out) const = 0;
   virtual void load_state(std::istream& in) = 0;
+
+  // --- additions (optim helper) ---
+  // load_state naming `where` (a checkpoint file) in its errors. A state that does not match
+  // this optimizer's type, layout, world size or rank, or is truncated, throws InputError and
+  // leaves the optimizer unchanged.
+  virtual void load_state(std::istream& in, const std::string& where) {
+    (void)where;
+    load_state(in);
+  }
+  // The validated config this optimizer was built from.
+  virtual const OptimizerConfig& config() const = 0;
+  // Steps skipped because of non-finite gradients (nonfinite = "skip").
+  virtual int64_t steps_skipped() const { return 0; }
+  // DeepSpeed's exp_avg_mask: after every compressed allreduce the communicated buffer is
+  // multiplied by this mask (n floats, usually 0/1) so that momenta known to be exactly zero
+  // stay zero (1-bit compression cannot represent 0). Only the 1-bit optimizers support it;
+  // the mask is user input and is not part of the saved state.
+  virtual void set_momentum_mask(std::vector<float> mask) {
+    (void)mask;
+    throw Error(type() + " does not support a momentum mask");
+  }
 };
 
 // Builds an optimizer from a DeepSpeed-style block {"type": ..., "params": {...}} (or a
@@ -48,6 +72,10 @@ class Optimizer {
 // errors name `file`, the field and the value. `rank`/`world_size` describe the caller.
 std::unique_ptr<Optimizer> make_optimizer(const nlohmann::json& block, const std::string& file,
                                           const ParamLayout& layout, int world_size, int rank);
+
+// The same from an already parsed config.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, const ParamLayout& layout,
+                                          int world_size, int rank);
 
 // The types make_optimizer accepts.
 const std::vector<std::string>& optimizer_types();

@@ -1,0 +1,61 @@
+// 1-bit Adam (algorithms.md §3). No bias correction in either phase.
+//   warmup (t ≤ freeze_step): dense gradient average; m, v and θ updated as Adam.
+//   compression: m = β1·m + (1−β1)·g_local; m = compressed_allreduce(m); [m *= mask];
+//                θ −= lr·(m/(√v+ε) + λθ) with v frozen at its warmup value.
+#include "onebit_comm.hpp"
+#include "optimizers.hpp"
+
+namespace clbo::optim_detail {
+
+namespace {
+
+class OneBitAdam final : public OptimizerImpl<OneBitAdam> {
+ public:
+  OneBitAdam(OptimizerConfig c, ParamLayout l, int p, int rank)
+      : OptimizerImpl(std::move(c), std::move(l), p, rank),
+        warmup_(onebit_warmup_steps(config_)),
+        m_(n_, 0.0f),
+        v_(n_, 0.0f),
+        onebit_(config_.as<OneBitAdamParams>().comm_granularity, layout_, p, n_) {}
+
+  void set_momentum_mask(std::vector<float> mask) override {
+    onebit_.set_mask(std::move(mask), n_);
+  }
+
+ protected:
+  void update(Communicator& comm, float* theta, const float* grad, int64_t t) override {
+    kernels::AdamArgs a = adam_args(/*bias_correction=*/false, t);
+    if (t <= warmup_) {
+      kernels::adam_update(theta, m_.data(), v_.data(), average_gradient(comm, grad), n_, a);
+      return;
+    }
+    kernels::momentum_update(m_.data(), grad, n_, beta1_);
+    onebit_.allreduce(comm, m_.data());
+    a.update_m = a.update_v = false;
+    kernels::adam_update(theta, m_.data(), v_.data(), nullptr, n_, a);
+  }
+  void save_fields(state_io::Writer& w) const override {
+    w.floats(m_);
+    w.floats(v_);
+    onebit_.save(w);
+  }
+  void load_fields(state_io::Reader& r) override {
+    m_ = r.floats("m", n_);
+    v_ = r.floats("v", n_);
+    onebit_.load(r);
+  }
+
+ private:
+  int64_t warmup_;
+  std::vector<float> m_, v_;
+  OnebitComm onebit_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_onebit_adam(const OptimizerConfig& c, const ParamLayout& l, int p,
+                                            int rank) {
+  return std::make_unique<OneBitAdam>(c, l, p, rank);
+}
+
+}  // namespace clbo::optim_detail

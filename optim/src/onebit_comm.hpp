@@ -1,0 +1,41 @@
+// The 1-bit compressed allreduce as the 1-bit optimizers use it: one call over the whole
+// buffer or one per tensor (comm_granularity), each call with its own error buffers, and
+// DeepSpeed's optional exp_avg_mask applied to the result. Shared by OneBitAdam, OneBitLamb
+// and ZeroOneAdam so the split, the error state and its checkpoint format live in one place.
+#pragma once
+#include <vector>
+
+#include "clbo/collectives/algorithms.hpp"
+#include "clbo/core/layout.hpp"
+#include "clbo/optim/config.hpp"
+#include "state_io.hpp"
+
+namespace clbo::optim_detail {
+
+class OnebitComm {
+ public:
+  OnebitComm() = default;
+  // `flat_len` is the buffer length a flat call compresses: n, or the padded n' when the
+  // caller keeps DeepSpeed's padding tail inside its buffer.
+  OnebitComm(CommGranularity granularity, const ParamLayout& layout, int p, size_t flat_len);
+
+  // The calls append_compressed_calls() announces, in place on buf. Error buffers persist.
+  void allreduce(Communicator& comm, float* buf);
+  void zero_errors();
+  // DeepSpeed's exp_avg_mask over the first layout.total() elements (empty: none).
+  void set_mask(std::vector<float> mask, size_t n);
+
+  void save(state_io::Writer& w) const;
+  void load(state_io::Reader& r);
+
+ private:
+  struct Segment {
+    size_t offset = 0, len = 0;
+  };
+  std::vector<Segment> segments_;
+  std::vector<OnebitState> states_;
+  std::vector<float> mask_;
+  int p_ = 1;
+};
+
+}  // namespace clbo::optim_detail
