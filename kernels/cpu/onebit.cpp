@@ -126,7 +126,10 @@ constexpr ByteTable kReverse = make_reverse_table();
 // Packs a lane mask (lanes −1 or 0) into one byte, lane 0 in the MSB.
 CLBO_INLINE uint8_t pack_mask8(v8i mask) {
 #if defined(CLBO_HAVE_SSE2)
-  const v8f m = std::bit_cast<v8f>(mask);
+  // memcpy rather than std::bit_cast: GCC 12 miscompiles bit_cast of 32-byte vector types
+  // at -O0 (a null load under the debug and sanitizer builds).
+  v8f m;
+  std::memcpy(&m, &mask, sizeof m);
   const int lo = _mm_movemask_ps(__builtin_shufflevector(m, m, 0, 1, 2, 3));
   const int hi = _mm_movemask_ps(__builtin_shufflevector(m, m, 4, 5, 6, 7));
   return kReverse.v[lo | (hi << 4)];
