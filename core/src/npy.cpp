@@ -1,5 +1,7 @@
 #include "clbo/core/npy.hpp"
 
+#include "clbo/core/results.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -384,19 +386,12 @@ NpyArray read_npy_f32(const std::string& path) {
 
 NpyStreamWriter::NpyStreamWriter(const std::string& path, const std::vector<int64_t>& shape)
     : path_(path) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec)
-    throw Error(fmt::format("{}: cannot create folder {}: {}", path, target.parent_path().string(),
-                            ec.message()));
   const std::string header = encode_npy_header_f32(shape);
   NpyHeader h;
   h.shape = shape;
   count_ = h.count();
   data_offset_ = header.size();
-  tmp_ = fmt::format("{}.tmp.{}", path, ::getpid());
+  tmp_ = prepare_atomic_temp(path);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error(fmt::format("{}: cannot create {}: {}", path, tmp_, errno_text()));
   try {

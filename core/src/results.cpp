@@ -25,7 +25,7 @@ std::string clbo_git_hash() {
   return CLBO_GIT_HASH;
 }
 
-void write_file_atomic(const std::string& path, std::string_view data) {
+std::string prepare_atomic_temp(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   std::error_code ec;
@@ -33,7 +33,13 @@ void write_file_atomic(const std::string& path, std::string_view data) {
   if (ec)
     throw Error(fmt::format("{}: cannot create folder {}: {}", path, target.parent_path().string(),
                             ec.message()));
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  return fmt::format("{}.tmp.{}", path, ::getpid());
+}
+
+void write_file_atomic(const std::string& path, std::string_view data) {
+  namespace fs = std::filesystem;
+  const std::string tmp = prepare_atomic_temp(path);
+  std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(fmt::format("{}: cannot open {} for writing", path, tmp));
@@ -45,7 +51,7 @@ void write_file_atomic(const std::string& path, std::string_view data) {
       throw Error(fmt::format("{}: write failed", path));
     }
   }
-  fs::rename(tmp, target, ec);
+  fs::rename(tmp, fs::path(path), ec);
   if (ec) {
     std::remove(tmp.c_str());
     throw Error(fmt::format("{}: cannot rename {} into place: {}", path, tmp, ec.message()));

@@ -11,6 +11,10 @@ namespace clbo {
 std::string clbo_version();
 std::string clbo_git_hash();
 
+// Creates the missing parent folders of `path` and returns the temporary name to write
+// before renaming over it (unique per process). Shared by every atomic writer.
+std::string prepare_atomic_temp(const std::string& path);
+
 // Creates missing parent folders; throws clbo::Error naming the path on failure.
 void write_file_atomic(const std::string& path, std::string_view data);
 
