@@ -1,0 +1,135 @@
+// `clbo bench collectives`: nccl-tests-style sweep of clbo's collectives on the local, mpi
+// or nccl backend; runs the clbo_bench_collectives binary built beside clbo
+// (bench/collectives/).
+// `clbo bench kernels`: runs the Google Benchmark binaries built beside clbo
+// (bench_kernels_cpu, bench_kernels_cuda), forwarding the arguments it does not know.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "clbo/core/error.hpp"
+#include "cli.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct KernelBenchOptions {
+  bool cpu_only = false, cuda_only = false;
+  std::string out_dir;  // one Google Benchmark JSON per binary when set
+  std::vector<std::string> extra;
+};
+
+fs::path exe_dir() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+int run_binary(const fs::path& bin, const std::vector<std::string>& args) {
+  std::vector<std::string> all{bin.string()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  clbo::cli::progress("running " + bin.string());
+  pid_t pid = 0;
+  if (posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
+    throw clbo::Error("clbo bench kernels: cannot start " + bin.string());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Replaces this process with the collective benchmark, so under mpirun the rank process
+// stays the one mpirun started.
+int exec_collectives(const std::vector<std::string>& args) {
+  const fs::path bin = exe_dir() / "clbo_bench_collectives";
+  if (!fs::exists(bin))
+    throw clbo::Error("clbo bench collectives: " + bin.string() +
+                      " was not built (configure with CLBO_BUILD_BENCH=ON)");
+  std::vector<std::string> all{bin.string()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  execv(bin.c_str(), argv.data());
+  throw clbo::Error("clbo bench collectives: cannot run " + bin.string());
+}
+
+int run_kernel_benchmarks(const KernelBenchOptions& o) {
+  std::vector<std::string> names;
+  if (!o.cuda_only) names.push_back("bench_kernels_cpu");
+  if (!o.cpu_only) names.push_back("bench_kernels_cuda");
+  const fs::path dir = exe_dir();
+  int worst = 0;
+  bool any = false;
+  for (const auto& name : names) {
+    const fs::path bin = dir / name;
+    if (!fs::exists(bin)) {
+      std::cerr << "clbo bench kernels: " << bin.string() << " was not built (CLBO_BUILD_BENCH=ON"
+                << (name == "bench_kernels_cuda" ? " and nvcc at configure time" : "") << ")"
+                << std::endl;
+      continue;
+    }
+    any = true;
+    std::vector<std::string> args = o.extra;
+    if (!o.out_dir.empty()) {
+      fs::create_directories(o.out_dir);
+      args.push_back("--benchmark_out=" + (fs::path(o.out_dir) / (name + ".json")).string());
+      args.push_back("--benchmark_out_format=json");
+    }
+    worst = std::max(worst, run_binary(bin, args));
+  }
+  if (!any)
+    throw clbo::InputError("clbo bench kernels", "binaries", dir.string(),
+                           "no kernel benchmark binary found beside clbo");
+  return worst;
+}
+
+clbo::cli::Registrar reg(
+    "bench", "Microbenchmarks: `collectives` (nccl-tests style) and `kernels` (Google Benchmark)",
+    [](CLI::App& sub) {
+      sub.require_subcommand(1);
+      auto action = std::make_shared<std::function<int()>>();
+
+      // The sweep lives in its own binary: it links MPI and NCCL, which must not share a
+      // process with the simulator's SimGrid (SimGrid exports its own MPI_* symbols).
+      CLI::App* coll = sub.add_subcommand(
+          "collectives",
+          "nccl-tests-style sweep of a collective on the local, mpi or nccl backend (runs "
+          "clbo_bench_collectives; see its --help). Run under mpirun for --backend mpi");
+      coll->set_help_flag();  // --help goes to the benchmark binary
+      coll->prefix_command();
+      coll->callback([action, coll] {
+        const auto args = coll->remaining();
+        *action = [args] { return exec_collectives(args); };
+      });
+
+      auto kopt = std::make_shared<KernelBenchOptions>();
+      CLI::App* kern = sub.add_subcommand(
+          "kernels",
+          "Run the Google Benchmark kernel binaries (CPU and CUDA); other arguments go to "
+          "them, e.g. --benchmark_filter=Compress");
+      kern->add_flag("--cpu", kopt->cpu_only, "CPU kernels only");
+      kern->add_flag("--cuda", kopt->cuda_only, "CUDA kernels only");
+      kern->add_option("-o,--out", kopt->out_dir, "Folder for one JSON file per binary");
+      kern->allow_extras();
+      kern->prefix_command();  // everything it does not know passes on to the binaries
+      kern->callback([action, kopt, kern] {
+        kopt->extra = kern->remaining();
+        *action = [kopt] { return run_kernel_benchmarks(*kopt); };
+      });
+
+      return [action] { return (*action)(); };
+    });
+
+}  // namespace

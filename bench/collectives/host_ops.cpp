@@ -1,0 +1,300 @@
+// The host backends of `clbo bench collectives`: `local` (ranks as threads) and `mpi`.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "bench_world.hpp"
+#include "clbo/collectives/algorithms.hpp"
+#include "clbo/collectives/counting.hpp"
+#include "clbo/collectives/local.hpp"
+#include "clbo/core/error.hpp"
+#include "clbo/kernels/mask.hpp"
+
+#ifdef CLBO_WITH_MPI_BACKEND
+#include "clbo/collectives/mpi.hpp"
+#endif
+
+namespace clbo::bench {
+
+namespace {
+
+// FNV-1a of everything in the configuration that every rank must share.
+uint64_t config_hash(const Plan& plan) {
+  const auto& c = plan.cfg;
+  const std::string text = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", fmt::join(c.ops, ","),
+                                       c.backend, c.dtype, c.algo, c.min_bytes, c.max_bytes,
+                                       c.step_factor, c.iters, c.warmup, c.check, c.sparse_k);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text + "|" + std::to_string(c.seed)) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+class HostOps final : public RankOps {
+ public:
+  HostOps(Communicator& comm, const Plan& plan) : comm_(comm), plan_(plan) {
+#ifdef CLBO_WITH_MPI_BACKEND
+    mpi_ = dynamic_cast<MpiCommunicator*>(&comm);
+#endif
+  }
+
+  int rank() const override {
+    return comm_.rank();
+  }
+  int size() const override {
+    return comm_.size();
+  }
+  void barrier() override {
+    comm_.barrier();
+  }
+
+  double max_over_ranks(double v) override {
+    std::vector<double> all(static_cast<size_t>(size()));
+    comm_.allgather(&v, all.data(), sizeof(double));
+    return *std::max_element(all.begin(), all.end());
+  }
+  uint64_t max_over_ranks_u64(uint64_t v) override {
+    const auto all = gather_u64(v);
+    return *std::max_element(all.begin(), all.end());
+  }
+  uint64_t sum_over_ranks(uint64_t v) override {
+    uint64_t s = 0;
+    for (uint64_t x : gather_u64(v)) s += x;
+    return s;
+  }
+
+  void setup(Op op, size_t count) override {
+    op_ = op;
+    count_ = count;
+    const int p = size();
+    if (op == Op::kAlltoall || op == Op::kAllgather) {
+      const size_t bytes = count * plan_.elem_bytes;
+      send_.assign(op == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p), 0);
+      recv_.assign(bytes, 0);
+    } else {
+      buf_.assign(count, 0.0f);
+    }
+    if (op == Op::kSparse) {
+      mask_.assign((count + 7) / 8, 0);
+      kernels::random_mask(plan_.cfg.seed, 1, plan_.cfg.sparse_k, 0, count, mask_.data());
+    }
+    state_ = OnebitState{};
+#ifdef CLBO_WITH_MPI_BACKEND
+    if (mpi_) {
+      // Every rank must run the same op, size and configuration; a mismatch fails all ranks
+      // here, before any payload. The timed calls then skip their per-call header.
+      mpi_->set_check_headers(true);
+      mpi_->agree(CallHeader::make(op_name(op), count, plan_.elem_bytes, config_hash(plan_)));
+      mpi_->set_check_headers(false);
+    }
+#endif
+  }
+
+  uint64_t run_checked() override {
+    const int r = rank(), p = size();
+    fill_check();
+    call(comm_);
+    uint64_t wrong = 0;
+    switch (op_) {
+      case Op::kAllreduce:
+      case Op::kSparse:
+        for (size_t i = 0; i < count_; ++i) {
+          const bool kept = op_ == Op::kAllreduce || ((mask_[i / 8] >> (7 - i % 8)) & 1u);
+          float want = 0.0f;
+          if (kept)
+            for (int j = 0; j < p; ++j) want += dense_check_value(j, i);
+          else
+            want = dense_check_value(r, i);
+          wrong += buf_[i] != want;
+        }
+        break;
+      case Op::kCompressed: {
+        const auto& want = reference_compressed(p, count_, plan_.cfg.seed);
+        for (size_t i = 0; i < count_; ++i) wrong += std::memcmp(&buf_[i], &want[i], 4) != 0;
+        break;
+      }
+      case Op::kAlltoall:
+      case Op::kAllgather: {
+        const size_t block =
+            op_ == Op::kAlltoall ? send_.size() / static_cast<size_t>(p) : send_.size();
+        for (int j = 0; j < p; ++j)
+          for (size_t i = 0; i < block; ++i) {
+            const uint8_t want =
+                op_ == Op::kAlltoall ? pattern_byte(j, r, i) : pattern_byte(j, 0, i);
+            wrong += recv_[static_cast<size_t>(j) * block + i] != want;
+          }
+        wrong /= plan_.elem_bytes;  // count elements, not bytes (an element is wrong once)
+        break;
+      }
+    }
+    return wrong;
+  }
+
+  uint64_t run_counted() override {
+#ifdef CLBO_WITH_MPI_BACKEND
+    if (mpi_) {
+      mpi_->reset_counters();
+      call(*mpi_);
+      return mpi_->bytes_sent();
+    }
+#endif
+    CountingCommunicator counting(comm_);
+    call(counting);
+    return counting.bytes_sent();
+  }
+
+  // Dense sums run in place call after call, so they time zero-filled buffers (the values
+  // stay finite; CPU arithmetic speed does not depend on them). The compressed allreduce
+  // keeps running on its check input, whose magnitude it preserves.
+  void prepare_timing() override {
+    if (op_ == Op::kAllreduce || op_ == Op::kSparse) std::fill(buf_.begin(), buf_.end(), 0.0f);
+    if (op_ == Op::kCompressed) fill_uniform(buf_.data(), count_, plan_.cfg.seed, rank());
+  }
+
+  void run() override {
+    call(comm_);
+  }
+
+  nlohmann::json describe() const override {
+    nlohmann::json j;
+    j["name"] = comm_.backend_name();
+    j["p"] = comm_.size();
+#ifdef CLBO_WITH_MPI_BACKEND
+    if (mpi_) {
+      j["mpi_library"] = mpi_library_version();
+      j["cuda_aware"] = mpi_->cuda_aware();
+      j["per_call_header_check"] = false;
+    }
+#endif
+    return j;
+  }
+
+ private:
+  std::vector<uint64_t> gather_u64(uint64_t v) {
+    std::vector<uint64_t> all(static_cast<size_t>(size()));
+    comm_.allgather(&v, all.data(), sizeof(uint64_t));
+    return all;
+  }
+
+  void fill_check() {
+    const int r = rank(), p = size();
+    switch (op_) {
+      case Op::kAllreduce:
+      case Op::kSparse:
+        for (size_t i = 0; i < count_; ++i) buf_[i] = dense_check_value(r, i);
+        break;
+      case Op::kCompressed:
+        fill_uniform(buf_.data(), count_, plan_.cfg.seed, r);
+        state_ = OnebitState{};
+        break;
+      case Op::kAlltoall: {
+        const size_t block = send_.size() / static_cast<size_t>(p);
+        for (int j = 0; j < p; ++j)
+          for (size_t i = 0; i < block; ++i)
+            send_[static_cast<size_t>(j) * block + i] = pattern_byte(r, j, i);
+        break;
+      }
+      case Op::kAllgather:
+        for (size_t i = 0; i < send_.size(); ++i) send_[i] = pattern_byte(r, 0, i);
+        break;
+    }
+  }
+
+  bool uses_algo(const std::string& name) const {
+    return ("," + plan_.cfg.algo + ",").find("," + name + ",") != std::string::npos;
+  }
+
+  DType wire() const {
+    return plan_.cfg.dtype == "half" ? DType::kF16 : DType::kF32;
+  }
+
+  // One call of the op on `c` (the rank's communicator, or a counting wrapper of it).
+  void call(Communicator& c) {
+    const int p = size();
+    switch (op_) {
+      case Op::kAllreduce:
+#ifdef CLBO_WITH_MPI_BACKEND
+        if (mpi_ && !uses_algo("ring")) {
+          mpi_allreduce_sum(*mpi_, buf_.data(), count_, wire());
+          return;
+        }
+#endif
+        ring_allreduce_sum(c, buf_.data(), count_, wire());
+        return;
+      case Op::kCompressed:
+#ifdef CLBO_WITH_MPI_BACKEND
+        if (mpi_ && !uses_algo("alltoall")) {
+          mpi_compressed_allreduce_gather(*mpi_, state_, buf_.data(), count_);
+          return;
+        }
+#endif
+        compressed_allreduce(c, state_, buf_.data(), count_);
+        return;
+      case Op::kSparse:
+        sparse_allreduce_sum(c, buf_.data(), count_, mask_.data(), wire());
+        return;
+      case Op::kAlltoall:
+        c.alltoall(send_.data(), recv_.data(), send_.size() / static_cast<size_t>(p));
+        return;
+      case Op::kAllgather:
+        c.allgather(send_.data(), recv_.data(), send_.size());
+        return;
+    }
+  }
+
+  Communicator& comm_;
+  const Plan& plan_;
+#ifdef CLBO_WITH_MPI_BACKEND
+  MpiCommunicator* mpi_ = nullptr;
+#endif
+  Op op_ = Op::kAllreduce;
+  size_t count_ = 0;
+  std::vector<float> buf_;
+  std::vector<uint8_t> send_, recv_, mask_;
+  OnebitState state_;
+};
+
+}  // namespace
+
+std::vector<Row> run_local_backend(const Plan& plan, nlohmann::json& describe) {
+  std::vector<Row> rows;
+  std::mutex mu;
+  run_local(static_cast<int>(plan.cfg.ranks), [&](Communicator& comm) {
+    HostOps ops(comm, plan);
+    auto mine = sweep(ops, plan);
+    if (comm.rank() == 0) {
+      std::lock_guard lock(mu);
+      rows = std::move(mine);
+      describe = ops.describe();
+    }
+  });
+  return rows;
+}
+
+std::vector<Row> run_mpi_backend(const Plan& plan, nlohmann::json& describe, bool& is_root) {
+#ifdef CLBO_WITH_MPI_BACKEND
+  MpiSession session;
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  // One header exchange per size (in setup) guards the whole timed loop, so the timed calls
+  // themselves run without per-call header checks, as nccl-tests times bare collectives.
+  HostOps ops(comm, plan);
+  is_root = comm.rank() == 0;
+  // Errors propagate to main(), which prints them on every rank: the per-size agreement
+  // makes them the same message everywhere.
+  std::vector<Row> rows = sweep(ops, plan);
+  describe = ops.describe();
+  return rows;
+#else
+  (void)plan, (void)describe, (void)is_root;
+  throw Error("clbo bench collectives: built without MPI");
+#endif
+}
+
+#ifndef CLBO_WITH_NCCL_BACKEND
+std::vector<Row> run_nccl_backend(const Plan&, nlohmann::json&, bool&) {
+  throw Error("clbo bench collectives: this clbo was built without NCCL");
+}
+#endif
+
+}  // namespace clbo::bench

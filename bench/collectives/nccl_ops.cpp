@@ -1,0 +1,335 @@
+// The `nccl` backend of `clbo bench collectives`: device buffers on one GPU per rank, either
+// one process per GPU under mpirun (NCCL id broadcast over MPI) or one process driving
+// --ngpus GPUs (ncclCommInitAll, one thread each).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "bench_world.hpp"
+#include "clbo/collectives/nccl.hpp"
+#include "clbo/core/error.hpp"
+#include "clbo/cuda/mask.hpp"
+#include "clbo/cuda/runtime.hpp"
+#include "clbo/kernels/half.hpp"
+
+#ifdef CLBO_WITH_MPI_BACKEND
+#include "clbo/collectives/mpi.hpp"
+#endif
+
+namespace clbo::bench {
+
+namespace {
+
+using cuda::DeviceBuffer;
+
+uint64_t config_hash(const Plan& plan) {
+  const auto& c = plan.cfg;
+  const std::string text = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", fmt::join(c.ops, ","),
+                                       c.dtype, c.min_bytes, c.max_bytes, c.step_factor, c.iters,
+                                       c.warmup, c.check, c.sparse_k, c.seed, c.backend);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+class NcclOps final : public RankOps {
+ public:
+  NcclOps(NcclCommunicator& comm, const Plan& plan, std::string bootstrap)
+      : comm_(comm), plan_(plan), bootstrap_(std::move(bootstrap)) {
+    gather_.resize(static_cast<size_t>(comm.size()) * 2);
+  }
+
+  int rank() const override { return comm_.rank(); }
+  int size() const override { return comm_.size(); }
+  void barrier() override { comm_.barrier(); }
+
+  double max_over_ranks(double v) override {
+    const auto all = gather(&v);
+    double m = v;
+    for (size_t j = 0; j < all.size(); ++j) m = std::max(m, std::bit_cast<double>(all[j]));
+    return m;
+  }
+  uint64_t max_over_ranks_u64(uint64_t v) override {
+    const auto all = gather(&v);
+    return *std::max_element(all.begin(), all.end());
+  }
+  uint64_t sum_over_ranks(uint64_t v) override {
+    uint64_t s = 0;
+    for (uint64_t x : gather(&v)) s += x;
+    return s;
+  }
+
+  void setup(Op op, size_t count) override {
+    op_ = op;
+    count_ = count;
+    const int p = size();
+    if (op == Op::kAlltoall || op == Op::kAllgather) {
+      const size_t bytes = count * plan_.elem_bytes;
+      send_.resize(op == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p));
+      recv_.resize(bytes);
+    } else if (half_buffer()) {
+      half_.resize(count);
+    } else {
+      buf_.resize(count);
+    }
+    if (op == Op::kSparse) {
+      mask_.resize((count + 7) / 8);
+      scratch_.resize(count);
+      cuda::random_mask(plan_.cfg.seed, 1, plan_.cfg.sparse_k, 0, count, mask_.data(),
+                        comm_.stream());
+      comm_.synchronize();
+      host_mask_ = mask_.download();
+    }
+    state_ = DeviceOnebitState{};
+    comm_.options().check_headers = true;
+    comm_.agree(op_name(op), count, plan_.elem_bytes, config_hash(plan_));
+    comm_.options().check_headers = false;  // the per-size agreement covers the timed calls
+  }
+
+  uint64_t run_checked() override {
+    const int r = rank(), p = size();
+    fill_check();
+    call();
+    comm_.synchronize();
+    uint64_t wrong = 0;
+    switch (op_) {
+      case Op::kAllreduce:
+      case Op::kSparse: {
+        const auto got = download_floats();
+        for (size_t i = 0; i < count_; ++i) {
+          const bool kept = op_ == Op::kAllreduce || ((host_mask_[i / 8] >> (7 - i % 8)) & 1u);
+          float want = 0.0f;
+          if (kept)
+            for (int j = 0; j < p; ++j) want += dense_check_value(j, i);
+          else
+            want = dense_check_value(r, i);
+          wrong += got[i] != want;
+        }
+        break;
+      }
+      case Op::kCompressed: {
+        const auto got = buf_.download();
+        const auto& want = reference_compressed(p, count_, plan_.cfg.seed);
+        for (size_t i = 0; i < count_; ++i) wrong += std::memcmp(&got[i], &want[i], 4) != 0;
+        break;
+      }
+      case Op::kAlltoall:
+      case Op::kAllgather: {
+        const auto got = recv_.download();
+        const size_t block =
+            op_ == Op::kAlltoall ? send_.size() / static_cast<size_t>(p) : send_.size();
+        for (int j = 0; j < p; ++j)
+          for (size_t i = 0; i < block; ++i) {
+            const uint8_t want =
+                op_ == Op::kAlltoall ? pattern_byte(j, r, i) : pattern_byte(j, 0, i);
+            wrong += got[static_cast<size_t>(j) * block + i] != want;
+          }
+        wrong /= plan_.elem_bytes;
+        break;
+      }
+    }
+    return wrong;
+  }
+
+  uint64_t run_counted() override {
+    comm_.reset_counters();
+    call();
+    comm_.synchronize();
+    return comm_.bytes_sent();
+  }
+
+  void prepare_timing() override {
+    if (op_ == Op::kAllreduce || op_ == Op::kSparse) {
+      if (half_buffer())
+        half_.fill_bytes(0);
+      else
+        buf_.fill_bytes(0);
+    }
+    if (op_ == Op::kCompressed) upload_uniform();
+  }
+
+  void run() override { call(); }
+  void finish() override { comm_.synchronize(); }
+
+  nlohmann::json describe() const override {
+    nlohmann::json j;
+    j["name"] = "nccl";
+    j["p"] = comm_.size();
+    j["bootstrap"] = bootstrap_;
+    j["nccl_library"] = nccl_library_version();
+    j["device"] = cuda::device_description(comm_.device());
+    j["per_call_header_check"] = false;
+    return j;
+  }
+
+ private:
+  // fp16 allreduce runs on an fp16 device buffer, as nccl-tests' -d half does.
+  bool half_buffer() const { return op_ == Op::kAllreduce && plan_.cfg.dtype == "half"; }
+  DType wire() const { return plan_.cfg.dtype == "half" ? DType::kF16 : DType::kF32; }
+
+  std::vector<uint64_t> gather(const void* value8) {
+    uint64_t v;
+    std::memcpy(&v, value8, 8);
+    auto* d = gather_.data();
+    cuda::check(cudaMemcpyAsync(d + rank(), &v, 8, cudaMemcpyHostToDevice, comm_.stream()),
+                "gather upload");
+    comm_.allgather_async(d + rank(), d, 8);
+    std::vector<uint64_t> all(static_cast<size_t>(size()));
+    cuda::check(
+        cudaMemcpyAsync(all.data(), d, 8 * all.size(), cudaMemcpyDeviceToHost, comm_.stream()),
+        "gather download");
+    comm_.synchronize();
+    return all;
+  }
+
+  void upload_floats(const std::vector<float>& host) {
+    if (half_buffer()) {
+      std::vector<uint16_t> h(host.size());
+      kernels::f32_to_f16(host.data(), host.size(), h.data());
+      half_.upload(h);
+    } else {
+      buf_.upload(host);
+    }
+  }
+  std::vector<float> download_floats() {
+    if (!half_buffer()) return buf_.download();
+    const auto h = half_.download();
+    std::vector<float> f(h.size());
+    kernels::f16_to_f32(h.data(), h.size(), f.data());
+    return f;
+  }
+  void upload_uniform() {
+    std::vector<float> x(count_);
+    fill_uniform(x.data(), count_, plan_.cfg.seed, rank());
+    buf_.upload(x);
+  }
+
+  void fill_check() {
+    const int r = rank(), p = size();
+    switch (op_) {
+      case Op::kAllreduce:
+      case Op::kSparse: {
+        std::vector<float> x(count_);
+        for (size_t i = 0; i < count_; ++i) x[i] = dense_check_value(r, i);
+        upload_floats(x);
+        break;
+      }
+      case Op::kCompressed:
+        upload_uniform();
+        state_ = DeviceOnebitState{};
+        break;
+      case Op::kAlltoall: {
+        std::vector<uint8_t> s(send_.size());
+        const size_t block = s.size() / static_cast<size_t>(p);
+        for (int j = 0; j < p; ++j)
+          for (size_t i = 0; i < block; ++i)
+            s[static_cast<size_t>(j) * block + i] = pattern_byte(r, j, i);
+        send_.upload(s);
+        break;
+      }
+      case Op::kAllgather: {
+        std::vector<uint8_t> s(send_.size());
+        for (size_t i = 0; i < s.size(); ++i) s[i] = pattern_byte(r, 0, i);
+        send_.upload(s);
+        break;
+      }
+    }
+  }
+
+  void call() {
+    const int p = size();
+    switch (op_) {
+      case Op::kAllreduce:
+        if (half_buffer())
+          comm_.allreduce_sum_async(half_.data(), half_.data(), count_, DType::kF16);
+        else
+          comm_.allreduce_sum_async(buf_.data(), buf_.data(), count_, DType::kF32);
+        return;
+      case Op::kCompressed:
+        nccl_compressed_allreduce(comm_, state_, buf_.data(), count_);
+        return;
+      case Op::kSparse:
+        nccl_sparse_allreduce_sum(comm_, buf_.data(), count_, mask_.data(), wire(),
+                                  scratch_.data());
+        return;
+      case Op::kAlltoall:
+        comm_.alltoall_async(send_.data(), recv_.data(), send_.size() / static_cast<size_t>(p));
+        return;
+      case Op::kAllgather:
+        comm_.allgather_async(send_.data(), recv_.data(), send_.size());
+        return;
+    }
+  }
+
+  NcclCommunicator& comm_;
+  const Plan& plan_;
+  std::string bootstrap_;
+  Op op_ = Op::kAllreduce;
+  size_t count_ = 0;
+  DeviceBuffer<float> buf_, scratch_;
+  DeviceBuffer<uint16_t> half_;
+  DeviceBuffer<uint8_t> send_, recv_, mask_;
+  DeviceBuffer<uint64_t> gather_;
+  std::vector<uint8_t> host_mask_;
+  DeviceOnebitState state_;
+};
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
+}  // namespace
+
+std::vector<Row> run_nccl_backend(const Plan& plan, nlohmann::json& describe, bool& is_root) {
+  if (cuda::device_count() == 0)
+    throw Error("nccl backend: no CUDA device: " + cuda::unavailable_reason());
+  const int world = env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 0));
+  if (world > 0) {
+#ifdef CLBO_WITH_MPI_BACKEND
+    // One process per GPU: rank 0's NCCL id reaches every rank over MPI.
+    MpiSession session;
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ncclUniqueId id{};
+    if (rank == 0) id = nccl_unique_id();
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    const int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", rank);
+    NcclCommunicator comm(rank, size, id, local % cuda::device_count());
+    NcclOps ops(comm, plan, "mpi");
+    is_root = rank == 0;
+    auto rows = sweep(ops, plan);
+    describe = ops.describe();
+    return rows;
+#else
+    throw Error("nccl backend: started under mpirun, but this clbo was built without MPI");
+#endif
+  }
+  const int ngpus = static_cast<int>(plan.cfg.ngpus);
+  if (ngpus > cuda::device_count())
+    throw InputError("clbo bench collectives", "--ngpus", std::to_string(ngpus),
+                     fmt::format("only {} CUDA device(s) visible", cuda::device_count()));
+  std::vector<int> devices(static_cast<size_t>(ngpus));
+  for (int d = 0; d < ngpus; ++d) devices[static_cast<size_t>(d)] = d;
+  std::vector<Row> rows;
+  std::mutex mu;
+  run_nccl_single_process(devices, [&](NcclCommunicator& comm) {
+    NcclOps ops(comm, plan, "single_process");
+    auto mine = sweep(ops, plan);
+    if (comm.rank() == 0) {
+      std::lock_guard lock(mu);
+      rows = std::move(mine);
+      describe = ops.describe();
+    }
+  });
+  is_root = true;
+  return rows;
+}
+
+}  // namespace clbo::bench

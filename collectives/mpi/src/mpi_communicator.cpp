@@ -1,0 +1,292 @@
+// MpiCommunicator: Communicator over MPI (see clbo/collectives/mpi.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "clbo/collectives/mpi.hpp"
+#include "clbo/core/error.hpp"
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+namespace clbo {
+
+namespace {
+
+// MPI counts are ints: larger point-to-point payloads travel as several messages of at most
+// this many bytes, in order, under the same tag.
+constexpr size_t kMaxMessage = size_t{1} << 30;
+
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(fmt::format("mpi: {} failed: {}", what, std::string(text, static_cast<size_t>(len))));
+}
+
+size_t pieces_of(size_t bytes) {
+  return bytes == 0 ? 1 : (bytes + kMaxMessage - 1) / kMaxMessage;
+}
+
+const char* at(const void* base, size_t offset) {
+  return static_cast<const char*>(base) + offset;
+}
+char* at(void* base, size_t offset) {
+  return static_cast<char*>(base) + offset;
+}
+
+// Polling with back-off: tight at first (latency), then yielding and sleeping briefly so
+// oversubscribed ranks (more ranks than cores) let their peers run.
+class Poller {
+ public:
+  explicit Poller(double timeout_s)
+      : deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(timeout_s))) {}
+  // Returns false once the deadline has passed.
+  bool pause() {
+    ++polls_;
+    if (polls_ < 64) return true;
+    if (polls_ < 4096)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    return (polls_ & 63) != 0 || std::chrono::steady_clock::now() < deadline_;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point deadline_;
+  uint64_t polls_ = 0;
+};
+
+std::string header_op(const CallHeader& h) {
+  return std::string(h.op, strnlen(h.op, sizeof(h.op)));
+}
+
+}  // namespace
+
+CallHeader CallHeader::make(const std::string& op, uint64_t count, uint64_t elem_bytes,
+                            uint64_t config) {
+  CallHeader h;
+  std::memcpy(h.op, op.data(), std::min(op.size(), sizeof(h.op) - 1));
+  h.count = count;
+  h.elem_bytes = elem_bytes;
+  h.config = config;
+  return h;
+}
+
+MpiSession::MpiSession() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    owns_ = true;
+  }
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_ && !finalized) MPI_Finalize();
+}
+
+bool mpi_library_cuda_support() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;  // built against a library without the CUDA extension
+#endif
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string v(text, static_cast<size_t>(len));
+  const auto cut = v.find_first_of(",\n");
+  return cut == std::string::npos ? v : v.substr(0, cut);
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiOptions options)
+    : comm_(comm), options_(options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw Error("mpi: MPI is not initialized (create a clbo::MpiSession first)");
+  // Errors come back as codes (turned into clbo::Error) instead of aborting the job.
+  mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  const bool supported = mpi_library_cuda_support();
+  switch (options_.cuda_aware) {
+    case MpiOptions::CudaAware::kAuto:
+      cuda_aware_ = supported;
+      break;
+    case MpiOptions::CudaAware::kOn:
+      if (!supported)
+        throw Error(fmt::format(
+            "mpi: cuda_aware = on, but this MPI library ({}) reports no CUDA support "
+            "(MPIX_Query_cuda_support); use cuda_aware = auto or off to stage through host memory",
+            mpi_library_version()));
+      cuda_aware_ = true;
+      break;
+    case MpiOptions::CudaAware::kOff:
+      cuda_aware_ = false;
+      break;
+  }
+  if (!(options_.timeout_s > 0))
+    throw Error(fmt::format("mpi: timeout_s must be positive, got {}", options_.timeout_s));
+}
+
+void MpiCommunicator::wait_all(int count, MPI_Request* requests, const char* what) {
+  Poller poll(options_.timeout_s);
+  for (;;) {
+    int done = 0;
+    mpi_check(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE), what);
+    if (done) return;
+    if (!poll.pause())
+      throw Error(fmt::format(
+          "mpi: rank {} timed out after {} s waiting for {} (a peer failed, or called a "
+          "different collective or message size)",
+          rank_, options_.timeout_s, what));
+  }
+}
+
+void MpiCommunicator::send(int peer, const void* data, size_t bytes, int tag) {
+  const size_t n = pieces_of(bytes);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t off = k * kMaxMessage, len = std::min(kMaxMessage, bytes - off);
+    MPI_Request req;
+    mpi_check(MPI_Isend(at(data, off), static_cast<int>(len), MPI_BYTE, peer, tag, comm_, &req),
+              "MPI_Isend");
+    wait_all(1, &req, "a send to complete");
+  }
+  if (peer != rank_) count_sent(bytes, n);
+}
+
+void MpiCommunicator::recv(int peer, void* data, size_t bytes, int tag) {
+  const size_t n = pieces_of(bytes);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t off = k * kMaxMessage, len = std::min(kMaxMessage, bytes - off);
+    MPI_Message msg;
+    MPI_Status status;
+    int found = 0;
+    Poller poll(options_.timeout_s);
+    for (;;) {
+      mpi_check(MPI_Improbe(peer, tag, comm_, &found, &msg, &status), "MPI_Improbe");
+      if (found) break;
+      if (!poll.pause())
+        throw Error(
+            fmt::format("mpi: rank {} timed out after {} s waiting for {} bytes from rank "
+                        "{} (tag {})",
+                        rank_, options_.timeout_s, bytes, peer, tag));
+    }
+    int got = 0;
+    mpi_check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
+    if (static_cast<size_t>(got) != len) {
+      // A matched probe removes the message from MPI's queue: receive and drop it, so the
+      // error leaves no half-consumed state behind.
+      std::vector<char> drop(static_cast<size_t>(got));
+      MPI_Mrecv(drop.data(), got, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+      throw Error(
+          fmt::format("mpi: rank {} expected a message of {} bytes from rank {} (tag {}) "
+                      "but it has {} bytes: the ranks disagree on the message size",
+                      rank_, len, peer, tag, got));
+    }
+    mpi_check(MPI_Mrecv(at(data, off), static_cast<int>(len), MPI_BYTE, &msg, MPI_STATUS_IGNORE),
+              "MPI_Mrecv");
+  }
+}
+
+void MpiCommunicator::sendrecv(int dst, const void* send_data, size_t send_bytes, int src,
+                               void* recv_data, size_t recv_bytes, int tag) {
+  // All sends are posted before the receive, so two ranks exchanging with each other never
+  // wait on each other whatever the message sizes.
+  const size_t n = pieces_of(send_bytes);
+  std::vector<MPI_Request> reqs(n);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t off = k * kMaxMessage, len = std::min(kMaxMessage, send_bytes - off);
+    mpi_check(
+        MPI_Isend(at(send_data, off), static_cast<int>(len), MPI_BYTE, dst, tag, comm_, &reqs[k]),
+        "MPI_Isend");
+  }
+  recv(src, recv_data, recv_bytes, tag);
+  wait_all(static_cast<int>(n), reqs.data(), "a send to complete");
+  if (dst != rank_) count_sent(send_bytes, n);
+}
+
+void MpiCommunicator::alltoall(const void* sendbuf, void* recvbuf, size_t bytes_per_rank) {
+  if (options_.check_headers) agree(CallHeader::make("alltoall", bytes_per_rank, 1));
+  if (bytes_per_rank == 0) return;
+  if (bytes_per_rank > static_cast<size_t>(INT32_MAX)) {
+    Communicator::alltoall(sendbuf, recvbuf, bytes_per_rank);  // chunked sendrecv steps
+    return;
+  }
+  const int b = static_cast<int>(bytes_per_rank);
+  MPI_Request req;
+  mpi_check(MPI_Ialltoall(sendbuf, b, MPI_BYTE, recvbuf, b, MPI_BYTE, comm_, &req),
+            "MPI_Ialltoall");
+  wait_all(1, &req, "MPI_Ialltoall");
+  count_sent(static_cast<uint64_t>(size_ - 1) * bytes_per_rank, static_cast<uint64_t>(size_ - 1));
+}
+
+void MpiCommunicator::allgather(const void* sendbuf, void* recvbuf, size_t bytes_per_rank) {
+  if (options_.check_headers) agree(CallHeader::make("allgather", bytes_per_rank, 1));
+  if (bytes_per_rank == 0) return;
+  if (bytes_per_rank > static_cast<size_t>(INT32_MAX)) {
+    Communicator::allgather(sendbuf, recvbuf, bytes_per_rank);
+    return;
+  }
+  const int b = static_cast<int>(bytes_per_rank);
+  const bool in_place = sendbuf == at(recvbuf, static_cast<size_t>(rank_) * bytes_per_rank);
+  MPI_Request req;
+  mpi_check(MPI_Iallgather(in_place ? MPI_IN_PLACE : sendbuf, b, MPI_BYTE, recvbuf, b, MPI_BYTE,
+                           comm_, &req),
+            "MPI_Iallgather");
+  wait_all(1, &req, "MPI_Iallgather");
+  count_sent(static_cast<uint64_t>(size_ - 1) * bytes_per_rank, static_cast<uint64_t>(size_ - 1));
+}
+
+void MpiCommunicator::barrier() {
+  MPI_Request req;
+  mpi_check(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier");
+  wait_all(1, &req, "MPI_Ibarrier");
+}
+
+void MpiCommunicator::agree(const CallHeader& header) {
+  std::vector<CallHeader> all(static_cast<size_t>(size_));
+  MPI_Request req;
+  mpi_check(MPI_Iallgather(&header, sizeof(CallHeader), MPI_BYTE, all.data(), sizeof(CallHeader),
+                           MPI_BYTE, comm_, &req),
+            "MPI_Iallgather (call header)");
+  wait_all(1, &req, "the call header of every rank");
+  // Every rank holds the same p headers and scans them in the same order, so every rank
+  // throws the same message.
+  const CallHeader& ref = all[0];
+  for (int j = 1; j < size_; ++j) {
+    const CallHeader& h = all[static_cast<size_t>(j)];
+    std::string field, a, b;
+    if (header_op(h) != header_op(ref))
+      field = "operation", a = fmt::format("'{}'", header_op(ref)),
+      b = fmt::format("'{}'", header_op(h));
+    else if (h.count != ref.count)
+      field = "count", a = std::to_string(ref.count), b = std::to_string(h.count);
+    else if (h.elem_bytes != ref.elem_bytes)
+      field = "element bytes", a = std::to_string(ref.elem_bytes), b = std::to_string(h.elem_bytes);
+    else if (h.config != ref.config)
+      field = "configuration", a = fmt::format("{:#x}", ref.config),
+      b = fmt::format("{:#x}", h.config);
+    else
+      continue;
+    throw Error(fmt::format("mpi: ranks disagree on {}: rank 0 has {} = {}, rank {} has {} = {}",
+                            header_op(ref), field, a, j, field, b));
+  }
+}
+
+}  // namespace clbo

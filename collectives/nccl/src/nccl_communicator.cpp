@@ -1,0 +1,276 @@
+// NcclCommunicator and its bootstrap (see clbo/collectives/nccl.hpp).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "clbo/collectives/nccl.hpp"
+#include "clbo/collectives/plan.hpp"
+#include "clbo/core/error.hpp"
+#include "clbo/core/results.hpp"
+
+namespace clbo {
+
+namespace {
+
+const char* block(const void* base, int j, size_t bytes) {
+  return static_cast<const char*>(base) + static_cast<size_t>(j) * bytes;
+}
+char* block(void* base, int j, size_t bytes) {
+  return static_cast<char*>(base) + static_cast<size_t>(j) * bytes;
+}
+
+void require_device(const char* what) {
+  if (cuda::device_count() == 0)
+    throw Error(
+        fmt::format("nccl backend: {}: no CUDA device: {}", what, cuda::unavailable_reason()));
+}
+
+// What every rank exchanges before a checked call (fixed size, plain bytes).
+struct Header {
+  char op[32];
+  uint64_t count, elem_bytes, config;
+};
+
+}  // namespace
+
+void nccl_check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) throw Error(fmt::format("nccl: {}: {}", what, ncclGetErrorString(r)));
+}
+
+std::string nccl_library_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "unknown";
+  // NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z since 2.9.
+  return fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+}
+
+ncclUniqueId nccl_unique_id() {
+  require_device("ncclGetUniqueId");
+  ncclUniqueId id;
+  nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  return id;
+}
+
+ncclUniqueId nccl_id_via_file(const std::string& path, int rank, double timeout_s) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    id = nccl_unique_id();
+    write_file_atomic(path, std::string_view(id.internal, sizeof(id.internal)));
+    return id;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    std::error_code ec;
+    if (std::filesystem::file_size(path, ec) == sizeof(id.internal) && !ec) {
+      std::ifstream in(path, std::ios::binary);
+      in.read(id.internal, sizeof(id.internal));
+      if (in) return id;
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error(fmt::format("nccl: rank {} waited {} s for rank 0 to write the NCCL id to {}",
+                              rank, timeout_s, path));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+NcclCommunicator::NcclCommunicator(int rank, int size, const ncclUniqueId& id, int device,
+                                   NcclOptions options)
+    : rank_(rank), size_(size), device_(device), options_(options) {
+  require_device("NcclCommunicator");
+  if (device < 0 || device >= cuda::device_count())
+    throw Error(fmt::format("nccl backend: device {} does not exist ({} visible)", device,
+                            cuda::device_count()));
+  cuda::check(cudaSetDevice(device), "cudaSetDevice");
+  nccl_check(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank");
+  init_stream();
+}
+
+NcclCommunicator::NcclCommunicator(ncclComm_t comm, int device, NcclOptions options)
+    : comm_(comm), device_(device), options_(options), owns_comm_(false) {
+  cuda::check(cudaSetDevice(device), "cudaSetDevice");
+  nccl_check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
+  nccl_check(ncclCommCount(comm_, &size_), "ncclCommCount");
+  init_stream();
+}
+
+void NcclCommunicator::init_stream() {
+  cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  if (comm_ && owns_comm_) ncclCommDestroy(comm_);
+}
+
+void NcclCommunicator::synchronize() {
+  cuda::check(cudaStreamSynchronize(stream_), "nccl: stream synchronize");
+}
+
+void NcclCommunicator::send(int peer, const void* d_data, size_t bytes, int /*tag*/) {
+  nccl_check(ncclSend(d_data, bytes, ncclUint8, peer, comm_, stream_), "ncclSend");
+  synchronize();
+  if (peer != rank_) count_sent(bytes);
+}
+
+void NcclCommunicator::recv(int peer, void* d_data, size_t bytes, int /*tag*/) {
+  nccl_check(ncclRecv(d_data, bytes, ncclUint8, peer, comm_, stream_), "ncclRecv");
+  synchronize();
+}
+
+void NcclCommunicator::sendrecv(int dst, const void* d_send, size_t send_bytes, int src,
+                                void* d_recv, size_t recv_bytes, int /*tag*/) {
+  nccl_check(ncclGroupStart(), "ncclGroupStart");
+  nccl_check(ncclSend(d_send, send_bytes, ncclUint8, dst, comm_, stream_), "ncclSend");
+  nccl_check(ncclRecv(d_recv, recv_bytes, ncclUint8, src, comm_, stream_), "ncclRecv");
+  nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+  synchronize();
+  if (dst != rank_) count_sent(send_bytes);
+}
+
+void NcclCommunicator::alltoall_async(const void* d_send, void* d_recv, size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return;
+  cuda::check(
+      cudaMemcpyAsync(block(d_recv, rank_, bytes_per_rank), block(d_send, rank_, bytes_per_rank),
+                      bytes_per_rank, cudaMemcpyDeviceToDevice, stream_),
+      "alltoall: own block");
+  // Grouped point-to-point: NCCL schedules all 2(p−1) transfers together.
+  nccl_check(ncclGroupStart(), "ncclGroupStart");
+  for (int k = 1; k < size_; ++k) {
+    const int dst = (rank_ + k) % size_, src = (rank_ - k + size_) % size_;
+    nccl_check(ncclSend(block(d_send, dst, bytes_per_rank), bytes_per_rank, ncclUint8, dst, comm_,
+                        stream_),
+               "ncclSend (alltoall)");
+    nccl_check(ncclRecv(block(d_recv, src, bytes_per_rank), bytes_per_rank, ncclUint8, src, comm_,
+                        stream_),
+               "ncclRecv (alltoall)");
+  }
+  nccl_check(ncclGroupEnd(), "ncclGroupEnd (alltoall)");
+  count_sent(static_cast<uint64_t>(size_ - 1) * bytes_per_rank);
+}
+
+void NcclCommunicator::allgather_async(const void* d_send, void* d_recv, size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return;
+  nccl_check(ncclAllGather(d_send, d_recv, bytes_per_rank, ncclUint8, comm_, stream_),
+             "ncclAllGather");
+  count_sent(static_cast<uint64_t>(size_ - 1) * bytes_per_rank);
+}
+
+void NcclCommunicator::allreduce_sum_async(const void* d_in, void* d_out, size_t count,
+                                           DType dtype) {
+  if (dtype != DType::kF32 && dtype != DType::kF16)
+    throw Error(
+        fmt::format("nccl: allreduce of {} is not supported (fp32 or fp16)", to_string(dtype)));
+  if (count == 0) return;
+  nccl_check(ncclAllReduce(d_in, d_out, count, dtype == DType::kF32 ? ncclFloat32 : ncclFloat16,
+                           ncclSum, comm_, stream_),
+             "ncclAllReduce");
+  count_sent(ring_bytes_per_rank(count, size_, rank_, dtype_bytes(dtype)));
+}
+
+void NcclCommunicator::alltoall(const void* d_send, void* d_recv, size_t bytes_per_rank) {
+  if (options_.check_headers) agree("alltoall", bytes_per_rank, 1);
+  alltoall_async(d_send, d_recv, bytes_per_rank);
+  synchronize();
+}
+
+void NcclCommunicator::allgather(const void* d_send, void* d_recv, size_t bytes_per_rank) {
+  if (options_.check_headers) agree("allgather", bytes_per_rank, 1);
+  allgather_async(d_send, d_recv, bytes_per_rank);
+  synchronize();
+}
+
+void NcclCommunicator::barrier() {
+  // A one-element allreduce completes on a rank only after every rank has joined it.
+  auto* flag = static_cast<float*>(ws_.get(sizeof(float)));
+  cuda::check(cudaMemsetAsync(flag, 0, sizeof(float), stream_), "barrier");
+  nccl_check(ncclAllReduce(flag, flag, 1, ncclFloat32, ncclSum, comm_, stream_), "barrier");
+  synchronize();
+}
+
+void NcclCommunicator::agree(const std::string& op, uint64_t count, uint64_t elem_bytes,
+                             uint64_t config) {
+  Header mine{};
+  std::memcpy(mine.op, op.data(), std::min(op.size(), sizeof(mine.op) - 1));
+  mine.count = count, mine.elem_bytes = elem_bytes, mine.config = config;
+  std::vector<Header> all(static_cast<size_t>(size_));
+  auto* d = static_cast<Header*>(ws_.get(sizeof(Header) * all.size()));
+  cuda::check(cudaMemcpyAsync(d + rank_, &mine, sizeof(Header), cudaMemcpyHostToDevice, stream_),
+              "agree: upload header");
+  nccl_check(ncclAllGather(d + rank_, d, sizeof(Header), ncclUint8, comm_, stream_),
+             "ncclAllGather (call header)");
+  cuda::check(
+      cudaMemcpyAsync(all.data(), d, sizeof(Header) * all.size(), cudaMemcpyDeviceToHost, stream_),
+      "agree: download headers");
+  synchronize();
+  auto name = [](const Header& h) { return std::string(h.op, strnlen(h.op, sizeof(h.op))); };
+  const Header& ref = all[0];
+  for (int j = 1; j < size_; ++j) {
+    const Header& h = all[static_cast<size_t>(j)];
+    std::string field, a, b;
+    if (name(h) != name(ref))
+      field = "operation", a = fmt::format("'{}'", name(ref)), b = fmt::format("'{}'", name(h));
+    else if (h.count != ref.count)
+      field = "count", a = std::to_string(ref.count), b = std::to_string(h.count);
+    else if (h.elem_bytes != ref.elem_bytes)
+      field = "element bytes", a = std::to_string(ref.elem_bytes), b = std::to_string(h.elem_bytes);
+    else if (h.config != ref.config)
+      field = "configuration", a = fmt::format("{:#x}", ref.config),
+      b = fmt::format("{:#x}", h.config);
+    else
+      continue;
+    throw Error(fmt::format("nccl: ranks disagree on {}: rank 0 has {} = {}, rank {} has {} = {}",
+                            name(ref), field, a, j, field, b));
+  }
+}
+
+void run_nccl_single_process(const std::vector<int>& devices,
+                             const std::function<void(NcclCommunicator&)>& fn) {
+  require_device("run_nccl_single_process");
+  const int p = static_cast<int>(devices.size());
+  if (p < 1) throw Error("nccl: run_nccl_single_process needs at least one device");
+  for (int d : devices)
+    if (d < 0 || d >= cuda::device_count())
+      throw Error(fmt::format("nccl backend: device {} does not exist ({} visible)", d,
+                              cuda::device_count()));
+  std::vector<ncclComm_t> comms(static_cast<size_t>(p));
+  nccl_check(ncclCommInitAll(comms.data(), p, devices.data()), "ncclCommInitAll");
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::exception_ptr first;
+  bool aborted = false;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      std::unique_ptr<NcclCommunicator> comm;
+      try {
+        comm = std::make_unique<NcclCommunicator>(comms[static_cast<size_t>(r)],
+                                                  devices[static_cast<size_t>(r)]);
+        fn(*comm);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!first) first = std::current_exception();
+        // Peers blocked in NCCL on this rank would wait forever: abort the communicators,
+        // which makes their pending operations fail. The process should exit afterwards.
+        if (!aborted) {
+          aborted = true;
+          for (auto c : comms) ncclCommAbort(c);
+        }
+      }
+      comm.reset();
+    });
+  for (auto& t : threads) t.join();
+  if (!aborted)
+    for (auto c : comms) ncclCommDestroy(c);
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace clbo

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# One-call GPU check for a lent GPU node (docs/hardware.md). In at most 8 minutes it:
+#   1. records the machine (nvidia-smi -q and tool versions) beside the results;
+#   2. builds the CUDA parts for sm_90 only (-DCMAKE_CUDA_ARCHITECTURES=90);
+#   3. runs the CUDA and NCCL tests (GoogleTest JSON);
+#   4. runs the CUDA kernel benchmarks (Google Benchmark JSON, cudaEvent timing);
+#   5. runs the p = 1 NCCL collective benchmark (compressed, allreduce, sparse);
+#   6. times DeepSpeed's reference dataflow (torch + cupy) against clbo per stage.
+# Results go to $OUT when set (the device tool's output folder), else results/gpu/. Every
+# stage logs to logs/<stage>.log there and the script goes on when one fails; summary.json
+# lists each stage's status and duration. Exit status: 0 when every stage passed.
+#
+# Usage: scripts/gpu-check.sh            (from the repository root)
+#        CUDA_ARCH=80 scripts/gpu-check.sh   (an A100 node)
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DEST=${OUT:-$ROOT/results/gpu}
+BUILD=${GPU_CHECK_BUILD:-$ROOT/build-gpu}
+ARCH=${CUDA_ARCH:-90}
+BUDGET_S=${GPU_CHECK_BUDGET_S:-480}
+JOBS=$(nproc 2>/dev/null || echo 4)
+START=$(date +%s)
+mkdir -p "$DEST/logs"
+SUMMARY="$DEST/logs/stages.tsv"
+: >"$SUMMARY"
+FAILED=0
+
+elapsed() { echo $(($(date +%s) - START)); }
+log() { echo "[gpu-check $(elapsed)s] $*" | tee -a "$DEST/logs/gpu-check.log"; }
+
+# stage NAME TIMEOUT_S COMMAND...: runs the command with a timeout (shrunk to what is left of
+# the budget), logs its output, records its status, never stops the script.
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((BUDGET_S - $(elapsed)))
+  if [ "$left" -le 10 ]; then
+    log "$name: skipped, the ${BUDGET_S}s budget is spent"
+    printf '%s\tskipped\t0\n' "$name" >>"$SUMMARY"
+    FAILED=1
+    return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  log "$name: start (limit ${limit}s)"
+  local t0 rc
+  t0=$(date +%s)
+  # Stage bodies are shell functions: run them in a child bash that timeout can kill.
+  timeout --kill-after=10 "$limit" bash -c "$*" >"$DEST/logs/$name.log" 2>&1
+  rc=$?
+  local dt=$(($(date +%s) - t0))
+  if [ $rc -eq 0 ]; then
+    log "$name: ok (${dt}s)"
+    printf '%s\tok\t%s\n' "$name" "$dt" >>"$SUMMARY"
+  else
+    [ $rc -eq 124 ] && log "$name: TIMED OUT after ${dt}s" || log "$name: FAILED rc=$rc (${dt}s)"
+    tail -n 20 "$DEST/logs/$name.log" | sed "s/^/    /" | tee -a "$DEST/logs/gpu-check.log"
+    printf '%s\tfailed(rc=%s)\t%s\n' "$name" "$rc" "$dt" >>"$SUMMARY"
+    FAILED=1
+  fi
+  return $rc
+}
+
+machine() {
+  nvidia-smi -q >"$DEST/machine-nvidia-smi-q.txt" 2>&1
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(hostname)"
+    echo "kernel: $(uname -sr)"
+    echo "cpus: $(nproc)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+    nvcc --version 2>/dev/null | tail -n 2 || /usr/local/cuda/bin/nvcc --version | tail -n 2
+    echo "git: $(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null) $(git -C "$ROOT" status --porcelain 2>/dev/null | wc -l) changed files"
+    python3 -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy.__version__)' 2>&1 | tail -n 1
+  } >"$DEST/machine.txt" 2>&1
+  cat "$DEST/machine.txt"
+}
+
+configure() {
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
+    -DCLBO_ENABLE_CUDA=ON -DCLBO_BUILD_TESTS=ON -DCLBO_BUILD_BENCH=ON \
+    -DCLBO_ENABLE_SIM=OFF -DCLBO_ENABLE_TRAIN=OFF
+}
+
+build() {
+  cmake --build "$BUILD" -j "$JOBS" --target test_cuda test_nccl bench_kernels_cuda \
+    clbo_bench_collectives_bin
+}
+
+cuda_tests() {
+  local rc=0
+  "$BUILD/tests/cuda/test_cuda" --gtest_output="json:$DEST/tests-cuda.json" || rc=$?
+  "$BUILD/tests/cuda/test_nccl" --gtest_output="json:$DEST/tests-nccl.json" || rc=$?
+  return $rc
+}
+
+kernel_bench() {
+  "$BUILD/bin/bench_kernels_cuda" --benchmark_out="$DEST/bench-kernels-cuda.json" \
+    --benchmark_out_format=json --benchmark_counters_tabular=true
+}
+
+nccl_bench() {
+  "$BUILD/bin/clbo_bench_collectives" --backend nccl --ngpus 1 --op compressed,allreduce,sparse \
+    -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -o "$DEST/bench-collectives-nccl-p1.json"
+}
+
+reference_path() {
+  python3 "$ROOT/bench/reference_path.py" --clbo-json "$DEST/bench-kernels-cuda.json" \
+    --out "$DEST/reference-path.json"
+}
+
+export ROOT DEST BUILD ARCH JOBS
+export -f machine configure build cuda_tests kernel_bench nccl_bench reference_path
+cd "$ROOT" || exit 1
+log "results in $DEST, build in $BUILD, sm_$ARCH, $JOBS jobs, budget ${BUDGET_S}s"
+stage machine 60 machine
+if stage configure 120 configure && stage build 330 build; then
+  stage cuda_tests 120 cuda_tests
+  stage kernel_bench 150 kernel_bench
+  stage nccl_bench 90 nccl_bench
+else
+  log "build failed: skipping the test and benchmark stages"
+fi
+stage reference_path 120 reference_path
+
+# summary.json from the stage table (no jq needed).
+python3 - "$SUMMARY" "$DEST/summary.json" "$(elapsed)" "$ARCH" <<'PY' || log "summary.json: not written"
+import json, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+out = {"schema": "clbo.gpu_check/1", "total_s": int(sys.argv[3]), "cuda_arch": sys.argv[4],
+       "stages": [{"stage": r[0], "status": r[1], "seconds": int(r[2])} for r in rows],
+       "machine": "machine.txt, machine-nvidia-smi-q.txt"}
+json.dump(out, open(sys.argv[2], "w"), indent=2, sort_keys=True)
+PY
+log "done in $(elapsed)s: $([ $FAILED -eq 0 ] && echo 'all stages passed' || echo 'some stages failed, see logs/')"
+exit $FAILED
