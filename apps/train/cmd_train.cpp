@@ -1,0 +1,103 @@
+// `clbo train`: real data-parallel convergence runs on Fashion-MNIST (train/trainer.hpp),
+// and `clbo train --summary` to tabulate result files.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "clbo/core/config.hpp"
+#include "clbo/core/error.hpp"
+#include "clbo/core/results.hpp"
+#include "clbo/train/fashion_mnist.hpp"
+#include "clbo/train/summary.hpp"
+#include "clbo/train/trainer.hpp"
+#include "cli.hpp"
+
+namespace {
+
+struct TrainArgs {
+  std::vector<std::string> inputs;
+  std::string out, data_dir;
+  int threads = 2;
+  bool summary = false, quiet = false;
+};
+
+int run_summary(const TrainArgs& a) {
+  std::vector<std::pair<std::string, nlohmann::json>> docs;
+  for (const auto& path : a.inputs) {
+    nlohmann::json doc = clbo::load_json_file(path);
+    if (doc.value("schema", "") != "clbo.train/1")
+      throw clbo::InputError(path, "schema", doc.value("schema", std::string("missing")),
+                             "not a `clbo train` result (expected \"clbo.train/1\")");
+    docs.emplace_back(path, std::move(doc));
+  }
+  const std::string md = clbo::train::summary_markdown(docs);
+  if (a.out.empty()) {
+    std::cout << md;
+  } else {
+    clbo::write_file_atomic(a.out, md);
+    clbo::cli::progress("wrote " + a.out);
+  }
+  return 0;
+}
+
+int run_train(const TrainArgs& a) {
+  if (a.inputs.size() != 1)
+    throw clbo::InputError("<command line>", "EXPERIMENT", std::to_string(a.inputs.size()),
+                           "give exactly one experiment file (or --summary RESULT...)");
+  if (a.threads < 1 || a.threads > 64)
+    throw clbo::InputError("<command line>", "--threads", std::to_string(a.threads),
+                           "must be in 1..64");
+  const std::string& path = a.inputs[0];
+  // Validate the whole experiment before touching the data.
+  clbo::train::ExperimentSpec spec = clbo::train::load_experiment(path);
+  if (!a.data_dir.empty()) spec.data_dir = a.data_dir;
+  const clbo::train::FashionMnist data = clbo::train::load_fashion_mnist(spec.data_dir);
+  clbo::train::TrainOptions opts;
+  opts.threads = a.threads;
+  if (!a.quiet) opts.progress = [](const std::string& m) { clbo::cli::progress(m); };
+  const nlohmann::json result = clbo::train::run_experiment(spec, data, opts);
+  const std::string out = a.out.empty() ? clbo::train::default_result_path(path) : a.out;
+  clbo::write_json_atomic(out, result);
+  clbo::cli::progress(fmt::format("wrote {} (status {}, {:.1f} s)", out,
+                                  result["status"].get<std::string>(),
+                                  result["timing"]["wall_time_s"].get<double>()));
+  if (!result["error"].is_null()) {
+    std::cerr << "clbo: error: " << result["error"].get<std::string>() << "\n";
+    // A stopped experiment is a failure; a diverged run under continue_after_nan is a result.
+    if (result["status"] != "complete") {
+      std::cerr << "clbo: partial results written to " << out << " (marked \"status\": "
+                << "\"partial\")\n";
+      return 3;
+    }
+  }
+  return 0;
+}
+
+clbo::cli::Registrar reg(
+    "train",
+    "Train a small model on Fashion-MNIST with p data-parallel workers through the real "
+    "compressed collectives; writes results/<...>/X.json",
+    [](CLI::App& sub) {
+      auto a = std::make_shared<TrainArgs>();
+      sub.add_option("inputs", a->inputs,
+                     "experiment JSON (experiments/convergence/X.json), or result files with "
+                     "--summary")
+          ->required();
+      sub.add_option("-o,--out", a->out,
+                     "output path (default: experiments/<dir>/X.json -> results/<dir>/X.json; "
+                     "with --summary: stdout)");
+      sub.add_option("--data-dir", a->data_dir,
+                     std::string("folder with the Fashion-MNIST IDX files (default: ") +
+                         clbo::train::kFashionMnistDefaultDir + ", from the Debian package " +
+                         clbo::train::kFashionMnistPackage + ")");
+      sub.add_option("--threads", a->threads,
+                     "threads for gradients and evaluation (results do not depend on it)")
+          ->default_val(2);
+      sub.add_flag("--summary", a->summary,
+                   "tabulate result files as Markdown instead of training");
+      sub.add_flag("-q,--quiet", a->quiet, "no progress lines");
+      return [a] { return a->summary ? run_summary(*a) : run_train(*a); };
+    });
+
+}  // namespace

@@ -1,0 +1,307 @@
+// The trainer on synthetic data: validation of experiment files, every optimizer through the
+// real local collectives (counted bytes equal the CommPlans of the announced schedule),
+// determinism across thread counts, NaN handling, the broken variants, the summary table.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "clbo/core/error.hpp"
+#include "clbo/train/lr_schedule.hpp"
+#include "clbo/train/summary.hpp"
+#include "clbo/train/trainer.hpp"
+#include "synthetic.hpp"
+
+using namespace clbo::train;
+using nlohmann::json;
+
+namespace {
+
+json base_experiment() {
+  return json::parse(R"({
+    "model": "mlp_small", "batch_size": 96, "workers": 3, "steps": 8, "eval_every": 4,
+    "micro_batch": 16, "seeds": [1],
+    "lr_schedule": {"warmup_fraction": 0.25, "decay": "linear"},
+    "runs": [{"label": "Adam", "optimizer": {"type": "Adam", "params": {"lr": 0.002}}}]
+  })");
+}
+
+const FashionMnist& data() {
+  static const FashionMnist d = synthetic::synthetic_fashion();
+  return d;
+}
+
+json run(const json& experiment, int threads = 2) {
+  const ExperimentSpec spec = parse_experiment(experiment, "test.json", data().train.n);
+  TrainOptions opts;
+  opts.threads = threads;
+  return run_experiment(spec, data(), opts);
+}
+
+// The message of the InputError parse_experiment throws for `j`.
+std::string parse_error(const json& j) {
+  try {
+    parse_experiment(j, "exp.json", 60000);
+  } catch (const clbo::InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an InputError for " << j.dump();
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(TrainExperiment, BadInputGetsClearErrors) {
+  json j = base_experiment();
+  j["model"] = "resnet";
+  EXPECT_TRUE(contains(parse_error(j), "unknown model"));
+
+  j = base_experiment();
+  j["runs"][0]["optimizer"]["type"] = "OneBitAdma";
+  std::string msg = parse_error(j);
+  EXPECT_TRUE(contains(msg, "runs[0].optimizer.type")) << msg;
+  EXPECT_TRUE(contains(msg, "did you mean 'OneBitAdam'")) << msg;
+
+  j = base_experiment();
+  j["batch_size"] = 100;
+  msg = parse_error(j);
+  EXPECT_TRUE(contains(msg, "batch_size")) << msg;
+  EXPECT_TRUE(contains(msg, "divisible by workers = 3")) << msg;
+
+  j = base_experiment();
+  j["batch_size"] = 2;
+  msg = parse_error(j);
+  EXPECT_TRUE(contains(msg, "exceeds the batch size 2")) << msg;
+
+  j = base_experiment();
+  j["workers"] = 65;
+  j["batch_size"] = 65 * 4;
+  EXPECT_TRUE(contains(parse_error(j), "at most 64 workers"));
+
+  j = base_experiment();
+  j["runs"][0]["freeze_fraction"] = 0.2;
+  EXPECT_TRUE(contains(parse_error(j), "applies only to OneBitAdam"));
+
+  j = base_experiment();
+  j["runs"][0]["baseline"] = "Adma";
+  EXPECT_TRUE(contains(parse_error(j), "did you mean 'Adam'"));
+
+  j = base_experiment();
+  j["epochs"] = 2;
+  EXPECT_TRUE(contains(parse_error(j), "not both"));
+
+  j = base_experiment();
+  j["batch_sise"] = 96;
+  EXPECT_TRUE(contains(parse_error(j), "did you mean 'batch_size'"));
+
+  j = base_experiment();
+  j["runs"][0]["optimizer"]["params"]["lr"] = -1;
+  EXPECT_TRUE(contains(parse_error(j), "lr"));
+
+  j = base_experiment();
+  j["runs"].push_back(j["runs"][0]);
+  EXPECT_TRUE(contains(parse_error(j), "unique"));
+}
+
+TEST(TrainExperiment, FreezeFractionsBecomeSteps) {
+  json j = base_experiment();
+  j["steps"] = 40;
+  j["runs"].push_back(json::parse(
+      R"({"label": "1bit", "freeze_fraction": 0.25, "optimizer": {"type": "onebitadam"}})"));
+  j["runs"].push_back(json::parse(
+      R"({"label": "01", "var_freeze_fraction": 0.5, "optimizer": {"type": "ZeroOneAdam"}})"));
+  const ExperimentSpec s = parse_experiment(j, "exp.json");
+  EXPECT_EQ(s.runs[1].optimizer_type, "OneBitAdam");
+  EXPECT_EQ(s.runs[1].optimizer["params"]["freeze_step"], 10);
+  EXPECT_EQ(s.runs[2].optimizer["params"]["var_freeze_step"], 20);
+  EXPECT_EQ(s.runs[0].lr.warmup_steps, 10);
+  EXPECT_EQ(s.runs[1].lr.peak, 1e-3f);  // the optimizer's default lr is the peak
+
+  j["runs"][1]["optimizer"]["params"] = {{"freeze_step", 3}};
+  EXPECT_TRUE(contains(parse_error(j), "conflicts with optimizer.params.freeze_step"));
+}
+
+TEST(TrainExperiment, EpochsAndResultPaths) {
+  json j = base_experiment();
+  j.erase("steps");
+  j["epochs"] = 2.5;
+  EXPECT_EQ(parse_experiment(j, "e.json", 960).steps, 25);
+  EXPECT_EQ(default_result_path("experiments/convergence/lamb.json"),
+            "results/convergence/lamb.json");
+  EXPECT_EQ(default_result_path("/a/b/experiments/x/y.json"), "/a/b/results/x/y.json");
+  EXPECT_EQ(default_result_path("/tmp/custom.json"), "results/custom.json");
+}
+
+TEST(TrainLrSchedule, WarmupThenDecay) {
+  LrSchedule s;
+  s.peak = 1.0;
+  s.warmup_steps = 4;
+  s.total_steps = 14;
+  s.decay = LrDecay::kLinear;
+  s.final_fraction = 0.1;
+  EXPECT_DOUBLE_EQ(s.lr_at(1), 0.25);
+  EXPECT_DOUBLE_EQ(s.lr_at(4), 1.0);
+  EXPECT_DOUBLE_EQ(s.lr_at(5), 1.0);
+  EXPECT_DOUBLE_EQ(s.lr_at(14), 0.1);
+  EXPECT_NEAR(s.lr_at(10), 1.0 - 0.9 * 5.0 / 9.0, 1e-12);
+  s.decay = LrDecay::kCosine;
+  EXPECT_DOUBLE_EQ(s.lr_at(5), 1.0);
+  EXPECT_NEAR(s.lr_at(14), 0.1, 1e-12);
+  s.decay = LrDecay::kConstant;
+  EXPECT_DOUBLE_EQ(s.lr_at(14), 1.0);
+}
+
+// Every optimizer, the broken variants included, trains through the real local collectives;
+// the bytes each worker sent equal what the CommPlans of the announced schedule promise.
+TEST(TrainRun, EveryOptimizerSendsWhatItsScheduleAnnounces) {
+  json j = base_experiment();
+  j["runs"] = json::parse(R"([
+    {"label": "Adam", "optimizer": {"type": "Adam", "params": {"lr": 0.002}}},
+    {"label": "LAMB", "optimizer": {"type": "Lamb", "params": {"lr": 0.01}}},
+    {"label": "1-bit Adam", "freeze_fraction": 0.5,
+     "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}},
+    {"label": "1-bit LAMB", "freeze_fraction": 0.5,
+     "optimizer": {"type": "OneBitLamb", "params": {"lr": 0.01}}},
+    {"label": "0/1 Adam", "var_freeze_fraction": 0.5,
+     "optimizer": {"type": "ZeroOneAdam", "params": {"lr": 0.002, "eps": 1e-6}}},
+    {"label": "SLAMB", "optimizer": {"type": "Slamb", "params": {"lr": 0.01, "local_steps": 4}}},
+    {"label": "no EF", "freeze_fraction": 0.5,
+     "optimizer": {"type": "OneBitAdamNoErrorFeedback", "params": {"lr": 0.002, "eps": 1e-6}}},
+    {"label": "unfrozen v", "freeze_fraction": 0.5,
+     "optimizer": {"type": "OneBitAdamUnfrozenVariance", "params": {"lr": 0.002, "eps": 1e-6}}}
+  ])");
+  const json r = run(j);
+  ASSERT_EQ(r["status"], "complete") << r["error"];
+  ASSERT_EQ(r["runs"].size(), 8u);
+  for (const auto& run : r["runs"]) {
+    SCOPED_TRACE(run["label"].get<std::string>());
+    EXPECT_EQ(run["status"], "complete");
+    EXPECT_EQ(run["steps_completed"], 8);
+    EXPECT_EQ(run["train_loss"].size(), 8u);
+    EXPECT_EQ(run["eval"].size(), 2u);
+    uint64_t total = 0;
+    for (const auto& [phase, c] : run["comm"]["phases"].items()) {
+      EXPECT_EQ(c["bytes_sent_per_worker"], c["planned_bytes_per_worker"]) << phase;
+      for (const auto& b : c["bytes_sent_per_worker"]) total += b.get<uint64_t>();
+    }
+    EXPECT_GT(total, 0u);
+  }
+  // The 1-bit optimizers warm up densely, then compress.
+  const auto& onebit = r["runs"][2]["comm"]["phases"];
+  EXPECT_EQ(onebit["warmup"]["steps"], 4);
+  EXPECT_EQ(onebit["compression"]["steps"], 4);
+  EXPECT_LT(onebit["compression"]["mean_bytes_sent_per_worker"].get<double>(),
+            onebit["warmup"]["mean_bytes_sent_per_worker"].get<double>() / 10);
+  // The summary compares against baselines only where one is named.
+  EXPECT_TRUE(r["summary"][0]["gap_to_baseline_points"].is_null());
+}
+
+// Warmup is shared: the broken variants follow 1-bit Adam exactly until freeze_step and
+// leave it afterwards (the loss at step t reflects updates 1..t−1).
+TEST(TrainRun, BrokenVariantsMatchOneBitAdamUntilFreeze) {
+  json j = base_experiment();
+  j["steps"] = 10;
+  j["runs"] = json::parse(R"([
+    {"label": "1-bit Adam", "freeze_fraction": 0.4,
+     "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}},
+    {"label": "no EF", "freeze_fraction": 0.4,
+     "optimizer": {"type": "OneBitAdamNoErrorFeedback", "params": {"lr": 0.002, "eps": 1e-6}}},
+    {"label": "unfrozen v", "freeze_fraction": 0.4,
+     "optimizer": {"type": "OneBitAdamUnfrozenVariance", "params": {"lr": 0.002, "eps": 1e-6}}}
+  ])");
+  const json r = run(j);
+  const auto& ref = r["runs"][0]["train_loss"];
+  for (size_t k = 1; k < 3; ++k) {
+    const auto& loss = r["runs"][k]["train_loss"];
+    SCOPED_TRACE(r["runs"][k]["label"].get<std::string>());
+    for (size_t t = 0; t < 5; ++t) EXPECT_EQ(loss[t], ref[t]) << "step " << t + 1;
+    bool differs = false;
+    for (size_t t = 5; t < 10; ++t) differs |= loss[t] != ref[t];
+    EXPECT_TRUE(differs);
+  }
+  // No EF throws the compression error away: the first compressed step (6) sends the same
+  // bytes as 1-bit Adam, but the updates differ from step 7 on.
+  EXPECT_EQ(r["runs"][1]["comm"]["phases"], r["runs"][0]["comm"]["phases"]);
+}
+
+// The thread count splits work but never changes a number: p < threads (chunks of one worker
+// in parallel) and p >= threads (whole workers in parallel) give identical documents.
+TEST(TrainRun, ThreadsDoNotChangeResults) {
+  for (int p : {1, 4}) {
+    json j = base_experiment();
+    j["workers"] = p;
+    j["batch_size"] = 128;
+    j["steps"] = 5;
+    j["runs"].push_back(json::parse(
+        R"({"label": "1-bit Adam", "freeze_fraction": 0.4,
+            "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}})"));
+    const json one = strip_timing(run(j, 1));
+    const json three = strip_timing(run(j, 3));
+    EXPECT_EQ(one.dump(), three.dump()) << "p = " << p;
+    EXPECT_EQ(one["status"], "complete");
+  }
+}
+
+TEST(TrainRun, SeedsChangeInitAndOrderAndAreSummarized) {
+  json j = base_experiment();
+  j["seeds"] = {1, 2};
+  j["runs"].push_back(json::parse(
+      R"({"label": "1-bit Adam", "baseline": "Adam", "freeze_fraction": 0.5,
+          "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}})"));
+  const json r = run(j);
+  ASSERT_EQ(r["runs"].size(), 4u);
+  EXPECT_NE(r["runs"][0]["train_loss"][0], r["runs"][1]["train_loss"][0]);
+  // Same seed, same initial parameters and first batch: same first loss for every optimizer.
+  EXPECT_EQ(r["runs"][0]["train_loss"][0], r["runs"][2]["train_loss"][0]);
+  const auto& s = r["summary"][1];
+  EXPECT_EQ(s["final_test_accuracy"]["n"], 2);
+  ASSERT_FALSE(s["gap_to_baseline_points"].is_null());
+  const double gap0 = 100 * (r["runs"][2]["final_test_accuracy"].get<double>() -
+                             r["runs"][0]["final_test_accuracy"].get<double>());
+  const double gap1 = 100 * (r["runs"][3]["final_test_accuracy"].get<double>() -
+                             r["runs"][1]["final_test_accuracy"].get<double>());
+  EXPECT_NEAR(s["gap_to_baseline_points"]["mean"].get<double>(), (gap0 + gap1) / 2, 1e-9);
+  EXPECT_LT(s["comm_relative_to_baseline"].get<double>(), 1.0);
+
+  const std::string md = summary_markdown({{"results/convergence/x.json", r}});
+  EXPECT_TRUE(contains(md, "| x | 1-bit Adam | OneBitAdam | mlp_small | 96 | 3 | 8 | 2/2 |")) << md;
+  EXPECT_TRUE(contains(md, "results/convergence/x.json"));
+}
+
+// A NaN loss names the step, stops the run, and the document says it is partial.
+TEST(TrainRun, NanLossStopsWithPartialResults) {
+  json j = base_experiment();
+  j["steps"] = 30;
+  j["runs"][0]["optimizer"]["params"]["lr"] = 1e30;
+  j["runs"].push_back(json::parse(R"({"label": "after", "optimizer": {"type": "Adam"}})"));
+  json r = run(j);
+  EXPECT_EQ(r["status"], "partial");
+  ASSERT_EQ(r["runs"].size(), 1u);  // the next run never started
+  const auto& bad = r["runs"][0];
+  EXPECT_EQ(bad["status"], "nan");
+  const int64_t step = bad["nan_step"].get<int64_t>();
+  EXPECT_GT(step, 1);
+  EXPECT_EQ(bad["train_loss"].size(), static_cast<size_t>(step - 1));
+  EXPECT_TRUE(bad["final_test_accuracy"].is_null());
+  const std::string err = r["error"].get<std::string>();
+  EXPECT_TRUE(contains(err, "at step " + std::to_string(step))) << err;
+  EXPECT_TRUE(contains(err, "'Adam'")) << err;
+
+  j["continue_after_nan"] = true;
+  r = run(j);
+  EXPECT_EQ(r["status"], "complete");
+  ASSERT_EQ(r["runs"].size(), 2u);
+  EXPECT_EQ(r["runs"][1]["status"], "complete");
+  EXPECT_EQ(r["summary"][0]["seeds_not_complete"], 1);
+}
+
+TEST(TrainRun, LearnsTheSyntheticTask) {
+  json j = base_experiment();
+  j["steps"] = 30;
+  j["eval_every"] = 30;
+  const json r = run(j);
+  EXPECT_GT(r["runs"][0]["final_test_accuracy"].get<double>(), 0.9);
+}

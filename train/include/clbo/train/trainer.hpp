@@ -1,0 +1,86 @@
+// The convergence engine behind `clbo train`: real data-parallel training of a small model
+// on Fashion-MNIST with p workers, each stepping its own optimizer over the `local`
+// collectives (no shortcut around the compressed allreduce).
+//
+// One step t of a run:
+//   1. the global batch (B examples of an epoch's seeded permutation) is cut into p shards
+//      of B/p; worker r computes the mean gradient of shard r on ITS OWN parameters (ranks
+//      of SLAMB and 0/1 Adam drift apart between syncs, as on a real cluster);
+//   2. every rank's optimizer gets set_lr(schedule(t)) and steps inside run_local, through a
+//      CountingCommunicator that records the bytes the rank really sent, attributed to the
+//      phase comm_schedule(t) announces.
+//
+// Determinism: a worker's gradient is the left fold, in chunk order, of the gradients of
+// fixed-size chunks (`micro_batch`), whichever thread computes them; every other sum has a
+// fixed order. So results depend on the config and seed only, never on `threads`.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clbo/train/fashion_mnist.hpp"
+#include "clbo/train/lr_schedule.hpp"
+
+namespace clbo::train {
+
+// One optimizer configuration of an experiment, run once per seed.
+struct RunSpec {
+  std::string label;
+  nlohmann::json optimizer;  // the DeepSpeed-style block, with freeze steps filled in
+  std::string optimizer_type;
+  std::string baseline;  // label of the run this one is compared against ("" = none)
+  LrSchedule lr;
+  std::optional<double> freeze_fraction, var_freeze_fraction;
+};
+
+struct ExperimentSpec {
+  std::string file;       // the experiment file (for errors and the result)
+  nlohmann::json config;  // as read
+  std::string description;
+  std::string model = "mlp";
+  std::string data_dir;  // "" = the Debian package's folder
+  int64_t batch_size = 1024;
+  int workers = 1;
+  int64_t steps = 0;
+  int64_t eval_every = 0;  // steps between test evaluations (the last step always evaluates)
+  int64_t micro_batch = 256;
+  bool continue_after_nan = false;
+  std::vector<uint64_t> seeds{1};
+  std::vector<RunSpec> runs;
+};
+
+// Parses and validates an experiment (see docs/convergence.md for the fields). Everything
+// that can be checked without data is checked here: unknown model or optimizer type (with a
+// suggestion), batch not divisible by p, p > batch, p outside 1..64, optimizer params (each
+// run's optimizer is constructed once on a 1-tensor layout), unknown fields, baselines
+// naming no run. `train_examples` turns "epochs" into steps.
+ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file,
+                                size_t train_examples = 60000);
+ExperimentSpec load_experiment(const std::string& path, size_t train_examples = 60000);
+
+struct TrainOptions {
+  int threads = 2;  // gradient/eval threads; never changes a result
+  // Called with progress lines ("run 2/10: ..."); may be empty.
+  std::function<void(const std::string&)> progress;
+};
+
+// Runs every (run, seed) pair and returns the result document (schema "clbo.train/1"). A NaN
+// or Inf training loss stops that run at the step it appeared: the run is marked
+// "status": "nan" with "nan_step", the document "status": "partial" and "error" names the
+// run and step; the remaining runs are skipped unless continue_after_nan. An optimizer
+// error (e.g. a non-finite gradient) is handled the same way.
+nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
+                              const TrainOptions& opts);
+
+// Default output path: experiments/<sub>/X.json -> results/<sub>/X.json; any other path
+// -> results/<stem>.json (relative to the current folder).
+std::string default_result_path(const std::string& experiment_path);
+
+// Removes every field that legitimately differs between identical runs (timing, the
+// environment's host details stay): used by the determinism test.
+nlohmann::json strip_timing(nlohmann::json result);
+
+}  // namespace clbo::train

@@ -1,0 +1,101 @@
+// MLP forward/backward on Eigen GEMMs. Layer l: Z = A·Wᵀ + b, A' = relu(Z) (not on the last).
+#include <fmt/format.h>
+
+#include "clbo/core/error.hpp"
+#include "clbo/train/model.hpp"
+#include "eigen_types.hpp"
+
+namespace clbo::train {
+
+namespace {
+
+template <class T>
+class Mlp final : public Model<T> {
+ public:
+  explicit Mlp(std::vector<size_t> sizes) : sizes_(std::move(sizes)) {
+    if (sizes_.size() < 2) throw Error("an MLP needs at least an input and an output size");
+    for (size_t l = 0; l + 1 < sizes_.size(); ++l) {
+      const auto in = static_cast<int64_t>(sizes_[l]), out = static_cast<int64_t>(sizes_[l + 1]);
+      this->layout_.add(fmt::format("fc{}.weight", l + 1), sizes_[l] * sizes_[l + 1], {out, in});
+      this->layout_.add(fmt::format("fc{}.bias", l + 1), sizes_[l + 1], {out});
+      this->fan_in_.push_back(sizes_[l]);
+      this->fan_in_.push_back(0);
+    }
+  }
+  std::string name() const override { return "mlp"; }
+  size_t input_size() const override { return sizes_.front(); }
+  size_t num_classes() const override { return sizes_.back(); }
+
+  void forward(const T* params, const T* x, size_t batch, T* logits) const override {
+    std::vector<Mat<T>> acts;
+    run_forward(params, x, batch, acts);
+    std::copy(acts.back().data(), acts.back().data() + acts.back().size(), logits);
+  }
+
+  double loss_and_grad(const T* params, const T* x, const uint8_t* labels, size_t batch,
+                       T* grad) const override {
+    const auto B = static_cast<Eigen::Index>(batch);
+    std::vector<Mat<T>> acts;  // acts[l] = input of layer l+1; acts.back() = logits
+    run_forward(params, x, batch, acts);
+    const size_t layers = sizes_.size() - 1;
+    Mat<T> dz(B, static_cast<Eigen::Index>(sizes_.back()));
+    const double loss = softmax_xent(acts.back().data(), labels, batch, sizes_.back(), dz.data());
+    for (size_t l = layers; l-- > 0;) {
+      const TensorSpec& w = this->layout_[2 * l];
+      const TensorSpec& b = this->layout_[2 * l + 1];
+      const auto in = static_cast<Eigen::Index>(sizes_[l]);
+      const auto out = static_cast<Eigen::Index>(sizes_[l + 1]);
+      MatMap<T> dw(grad + w.offset, out, in);
+      if (l == 0) {
+        dw.noalias() = dz.transpose() * ConstMatMap<T>(x, B, in);
+      } else {
+        dw.noalias() = dz.transpose() * acts[l - 1];
+      }
+      column_sums(dz, grad + b.offset);
+      if (l == 0) break;
+      ConstMatMap<T> wmat(params + w.offset, out, in);
+      Mat<T> da(B, in);
+      da.noalias() = dz * wmat;
+      // relu'(z) is 1 where the activation is positive.
+      dz = (acts[l - 1].array() > T(0)).select(da, T(0));
+    }
+    return loss;
+  }
+
+ private:
+  // acts[l] (l < layers−1) = relu output of layer l+1; acts[layers−1] = logits.
+  void run_forward(const T* params, const T* x, size_t batch, std::vector<Mat<T>>& acts) const {
+    const auto B = static_cast<Eigen::Index>(batch);
+    const size_t layers = sizes_.size() - 1;
+    acts.resize(layers);
+    for (size_t l = 0; l < layers; ++l) {
+      const auto in = static_cast<Eigen::Index>(sizes_[l]);
+      const auto out = static_cast<Eigen::Index>(sizes_[l + 1]);
+      ConstMatMap<T> w(params + this->layout_[2 * l].offset, out, in);
+      ConstRowVecMap<T> b(params + this->layout_[2 * l + 1].offset, out);
+      Mat<T>& z = acts[l];
+      z.resize(B, out);
+      if (l == 0) {
+        z.noalias() = ConstMatMap<T>(x, B, in) * w.transpose();
+      } else {
+        z.noalias() = acts[l - 1] * w.transpose();
+      }
+      z.rowwise() += b;
+      if (l + 1 < layers) z = z.cwiseMax(T(0));
+    }
+  }
+
+  std::vector<size_t> sizes_;
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Model<T>> make_mlp(const std::vector<size_t>& sizes) {
+  return std::make_unique<Mlp<T>>(sizes);
+}
+
+template std::unique_ptr<Model<float>> make_mlp<float>(const std::vector<size_t>&);
+template std::unique_ptr<Model<double>> make_mlp<double>(const std::vector<size_t>&);
+
+}  // namespace clbo::train

@@ -1,0 +1,454 @@
+#include "clbo/train/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "clbo/collectives/counting.hpp"
+#include "clbo/collectives/local.hpp"
+#include "clbo/collectives/plan.hpp"
+#include "clbo/core/error.hpp"
+#include "clbo/core/results.hpp"
+#include "clbo/optim/config.hpp"
+#include "clbo/optim/optimizer.hpp"
+#include "clbo/train/broken_optimizers.hpp"
+#include "clbo/train/model.hpp"
+#include "clbo/train/parallel.hpp"
+#include "summary_stats.hpp"
+
+namespace clbo::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// The example order of one epoch: a Fisher–Yates shuffle driven by splitmix64 keyed by
+// (seed, epoch), so it is the same on every platform and for every optimizer of a seed.
+std::vector<uint32_t> epoch_permutation(size_t n, uint64_t seed, uint64_t epoch) {
+  std::vector<uint32_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0u);
+  uint64_t state = seed * 0xD1B54A32D192ED03ull ^ (epoch + 1) * 0x9E3779B97F4A7C15ull;
+  for (size_t i = n - 1; i > 0; --i) {
+    const size_t j = static_cast<size_t>(splitmix64(state) % (i + 1));
+    std::swap(perm[i], perm[j]);
+  }
+  return perm;
+}
+
+struct Evaluation {
+  double accuracy = 0, loss = 0;
+};
+
+// Accuracy and mean loss over a whole image set, chunked and summed in chunk order.
+Evaluation evaluate(const Model<float>& model, const float* params, const ImageSet& set,
+                    int threads) {
+  constexpr size_t kChunk = 500;
+  const size_t chunks = (set.n + kChunk - 1) / kChunk;
+  const size_t classes = model.num_classes(), features = set.features();
+  std::vector<size_t> correct(chunks);
+  std::vector<double> loss(chunks);
+  parallel_for(chunks, threads, [&](size_t c, int) {
+    const size_t begin = c * kChunk, len = std::min(kChunk, set.n - begin);
+    std::vector<float> logits(len * classes), dlogits(len * classes);
+    model.forward(params, set.pixels.data() + begin * features, len, logits.data());
+    loss[c] = softmax_xent(logits.data(), set.labels.data() + begin, len, classes, dlogits.data());
+    size_t ok = 0;
+    for (size_t b = 0; b < len; ++b) {
+      const float* z = logits.data() + b * classes;
+      const size_t pred = static_cast<size_t>(std::max_element(z, z + classes) - z);
+      ok += pred == set.labels[begin + b];
+    }
+    correct[c] = ok;
+  });
+  Evaluation e;
+  size_t ok = 0;
+  double total = 0;
+  for (size_t c = 0; c < chunks; ++c) {
+    ok += correct[c];
+    total += loss[c];
+  }
+  e.accuracy = static_cast<double>(ok) / static_cast<double>(set.n);
+  e.loss = total / static_cast<double>(set.n);
+  return e;
+}
+
+// Per-worker gradients of one global batch; see trainer.hpp for the fixed summation order.
+class GradientEngine {
+ public:
+  GradientEngine(const Model<float>& model, const ImageSet& train, int p, size_t shard,
+                 size_t micro, int threads)
+      : model_(model),
+        train_(train),
+        p_(p),
+        shard_(shard),
+        micro_(std::min(micro, shard)),
+        chunks_((shard + micro_ - 1) / micro_),
+        threads_(std::max(threads, 1)),
+        n_(model.num_params()) {
+    // Few workers: split each worker's chunks over the threads (one buffer per chunk).
+    // Many workers: one worker per thread at a time, folding chunks into one scratch buffer.
+    split_chunks_ = p_ < threads_;
+    const size_t buffers =
+        split_chunks_ ? static_cast<size_t>(p_) * chunks_ : static_cast<size_t>(threads_);
+    grad_buf_.assign(buffers, std::vector<float>(n_));
+    x_buf_.assign(static_cast<size_t>(threads_), std::vector<float>(micro_ * train.features()));
+    y_buf_.assign(static_cast<size_t>(threads_), std::vector<uint8_t>(micro_));
+    chunk_loss_.assign(static_cast<size_t>(p_) * chunks_, 0.0);
+  }
+
+  // batch: B = p·shard example indices; worker r takes [r·shard, (r+1)·shard). Returns the
+  // summed loss of each worker's shard (before its update).
+  std::vector<double> run(const uint32_t* batch, std::vector<std::vector<float>>& params,
+                          std::vector<std::vector<float>>& grads) {
+    std::vector<double> worker_loss(static_cast<size_t>(p_));
+    const float inv_shard = 1.0f / static_cast<float>(shard_);
+    if (split_chunks_) {
+      parallel_for(static_cast<size_t>(p_) * chunks_, threads_, [&](size_t task, int th) {
+        const size_t r = task / chunks_, c = task % chunks_;
+        chunk_loss_[task] = chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[task]);
+      });
+      for (size_t r = 0; r < static_cast<size_t>(p_); ++r) {
+        float* g = grads[r].data();
+        std::fill(g, g + n_, 0.f);
+        double loss = 0;
+        for (size_t c = 0; c < chunks_; ++c) {
+          const float* src = grad_buf_[r * chunks_ + c].data();
+          for (size_t i = 0; i < n_; ++i) g[i] += src[i];
+          loss += chunk_loss_[r * chunks_ + c];
+        }
+        for (size_t i = 0; i < n_; ++i) g[i] *= inv_shard;
+        worker_loss[r] = loss;
+      }
+    } else {
+      parallel_for(static_cast<size_t>(p_), threads_, [&](size_t r, int th) {
+        float* g = grads[r].data();
+        std::fill(g, g + n_, 0.f);
+        double loss = 0;
+        for (size_t c = 0; c < chunks_; ++c) {
+          loss += chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[th]);
+          const float* src = grad_buf_[th].data();
+          for (size_t i = 0; i < n_; ++i) g[i] += src[i];
+        }
+        for (size_t i = 0; i < n_; ++i) g[i] *= inv_shard;
+        worker_loss[r] = loss;
+      });
+    }
+    return worker_loss;
+  }
+
+ private:
+  double chunk_gradient(const uint32_t* batch, size_t r, size_t c, const float* params, int th,
+                        std::vector<float>& out) {
+    const size_t begin = r * shard_ + c * micro_;
+    const size_t len = std::min(micro_, shard_ - c * micro_);
+    const size_t f = train_.features();
+    float* x = x_buf_[th].data();
+    uint8_t* y = y_buf_[th].data();
+    for (size_t b = 0; b < len; ++b) {
+      const size_t idx = batch[begin + b];
+      std::copy(train_.pixels.data() + idx * f, train_.pixels.data() + (idx + 1) * f, x + b * f);
+      y[b] = train_.labels[idx];
+    }
+    return model_.loss_and_grad(params, x, y, len, out.data());
+  }
+
+  const Model<float>& model_;
+  const ImageSet& train_;
+  int p_;
+  size_t shard_, micro_, chunks_;
+  int threads_;
+  size_t n_;
+  bool split_chunks_ = false;
+  std::vector<std::vector<float>> grad_buf_, x_buf_;
+  std::vector<std::vector<uint8_t>> y_buf_;
+  std::vector<double> chunk_loss_;
+};
+
+std::unique_ptr<Optimizer> build_optimizer(const RunSpec& run, const std::string& file,
+                                           const ParamLayout& layout, int p, int rank) {
+  if (!broken_optimizer_canonical(run.optimizer_type).empty())
+    return make_broken_optimizer(run.optimizer, file, layout, p, rank);
+  return make_optimizer(run.optimizer, file, layout, p, rank);
+}
+
+// The block with every default filled in, so results record exactly what ran.
+nlohmann::json resolved_optimizer(const RunSpec& run, const std::string& file) {
+  if (broken_optimizer_canonical(run.optimizer_type).empty())
+    return to_json(parse_optimizer_config(run.optimizer, file));
+  nlohmann::json as_onebit = run.optimizer;
+  as_onebit["type"] = "OneBitAdam";
+  nlohmann::json j = to_json(parse_optimizer_config(as_onebit, file));
+  j["type"] = run.optimizer_type;
+  return j;
+}
+
+struct PhaseBytes {
+  int64_t steps = 0;
+  std::vector<uint64_t> bytes;    // per rank, counted on the wire
+  std::vector<uint64_t> planned;  // per rank, what the CommPlans of the schedule promise
+};
+
+nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_t seed,
+                         const Model<float>& model, const FashionMnist& data,
+                         const TrainOptions& opts, std::string& error) {
+  const auto wall0 = Clock::now();
+  const int p = spec.workers;
+  const size_t B = static_cast<size_t>(spec.batch_size), shard = B / static_cast<size_t>(p);
+  const size_t n = model.num_params();
+  const ParamLayout& layout = model.layout();
+
+  std::vector<std::vector<float>> params(static_cast<size_t>(p), std::vector<float>(n));
+  std::vector<std::vector<float>> grads(static_cast<size_t>(p), std::vector<float>(n));
+  model.init(params[0].data(), seed);
+  for (int r = 1; r < p; ++r) params[r] = params[0];
+  std::vector<std::unique_ptr<Optimizer>> optimizers;
+  for (int r = 0; r < p; ++r) optimizers.push_back(build_optimizer(run, spec.file, layout, p, r));
+  GradientEngine engine(model, data.train, p, shard, static_cast<size_t>(spec.micro_batch),
+                        opts.threads);
+
+  const size_t steps_per_epoch = data.train.n / B;
+  std::vector<uint32_t> perm;
+  int64_t perm_epoch = -1;
+
+  std::vector<double> train_loss;
+  std::vector<std::string> phase_per_step;
+  std::vector<double> bytes_per_step;
+  std::map<std::string, PhaseBytes> phases;
+  nlohmann::json evals = nlohmann::json::array();
+  int64_t skipped = 0, completed = 0;
+  double grad_s = 0, optim_s = 0, eval_s = 0;
+  std::string status = "complete";
+  nlohmann::json run_json;
+
+  const auto record_eval = [&](int64_t step) {
+    const auto t0 = Clock::now();
+    const Evaluation e = evaluate(model, params[0].data(), data.test, opts.threads);
+    eval_s += seconds_since(t0);
+    evals.push_back({{"step", step},
+                     {"test_accuracy", e.accuracy},
+                     {"test_loss", e.loss},
+                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))}});
+  };
+
+  for (int64_t t = 1; t <= spec.steps; ++t) {
+    const int64_t epoch = static_cast<int64_t>(static_cast<size_t>(t - 1) / steps_per_epoch);
+    if (epoch != perm_epoch) {
+      perm = epoch_permutation(data.train.n, seed, static_cast<uint64_t>(epoch));
+      perm_epoch = epoch;
+    }
+    const uint32_t* batch = perm.data() + (static_cast<size_t>(t - 1) % steps_per_epoch) * B;
+
+    auto t0 = Clock::now();
+    const std::vector<double> worker_loss = engine.run(batch, params, grads);
+    grad_s += seconds_since(t0);
+    double loss_sum = 0;
+    for (double l : worker_loss) loss_sum += l;
+    const double loss = loss_sum / static_cast<double>(B);
+    if (!std::isfinite(loss)) {
+      status = "nan";
+      error = fmt::format("{}: run '{}' seed {}: training loss is {} at step {}; stopped there",
+                          spec.file, run.label, seed, std::isnan(loss) ? "NaN" : "Inf", t);
+      run_json["nan_step"] = t;
+      break;
+    }
+    train_loss.push_back(loss);
+
+    const float lr = static_cast<float>(run.lr.lr_at(t));
+    for (auto& opt : optimizers) opt->set_lr(lr);
+    const CommSchedule schedule = optimizers[0]->comm_schedule(optimizers[0]->steps_taken() + 1);
+    std::vector<uint64_t> sent(static_cast<size_t>(p), 0);
+    std::vector<char> stepped(static_cast<size_t>(p), 0);
+    t0 = Clock::now();
+    try {
+      run_local(p, [&](Communicator& comm) {
+        const int r = comm.rank();
+        CountingCommunicator counting(comm);
+        stepped[r] = optimizers[r]->step(counting, params[r].data(), grads[r].data()) ? 1 : 0;
+        sent[r] = counting.bytes_sent();
+      });
+    } catch (const std::exception& e) {
+      optim_s += seconds_since(t0);
+      status = "error";
+      error = fmt::format("{}: run '{}' seed {}: optimizer failed at step {}: {}", spec.file,
+                          run.label, seed, t, e.what());
+      run_json["error_step"] = t;
+      break;
+    }
+    optim_s += seconds_since(t0);
+    ++completed;
+    if (!stepped[0]) ++skipped;
+
+    const std::string phase = to_string(schedule.phase);
+    PhaseBytes& pb = phases[phase];
+    pb.bytes.resize(static_cast<size_t>(p), 0);
+    pb.planned.resize(static_cast<size_t>(p), 0);
+    ++pb.steps;
+    for (const CommCall& call : schedule.calls) {
+      const CommPlan plan = make_plan(call, p);
+      for (int r = 0; r < p; ++r) pb.planned[r] += plan.bytes_sent_by(r);
+    }
+    double step_bytes = 0;
+    for (int r = 0; r < p; ++r) {
+      pb.bytes[r] += sent[r];
+      step_bytes += static_cast<double>(sent[r]);
+    }
+    phase_per_step.push_back(phase);
+    bytes_per_step.push_back(step_bytes / p);
+    if (t % spec.eval_every == 0 || t == spec.steps) record_eval(t);
+    if (opts.progress && (t % spec.eval_every == 0 || t == spec.steps))
+      opts.progress(fmt::format("  step {}/{} loss {:.4f} test acc {:.4f}", t, spec.steps, loss,
+                                evals.back()["test_accuracy"].get<double>()));
+  }
+
+  nlohmann::json comm_phases = nlohmann::json::object();
+  std::vector<uint64_t> total(static_cast<size_t>(p), 0);
+  for (const auto& [name, pb] : phases) {
+    double mean = 0;
+    for (int r = 0; r < p; ++r) {
+      total[r] += pb.bytes[r];
+      mean += static_cast<double>(pb.bytes[r]);
+    }
+    comm_phases[name] = {{"steps", pb.steps},
+                         {"bytes_sent_per_worker", pb.bytes},
+                         {"planned_bytes_per_worker", pb.planned},
+                         {"mean_bytes_sent_per_worker", mean / p}};
+  }
+  double total_mean = 0;
+  for (uint64_t b : total) total_mean += static_cast<double>(b);
+  total_mean /= p;
+
+  run_json["label"] = run.label;
+  run_json["seed"] = seed;
+  run_json["optimizer_type"] = run.optimizer_type;
+  run_json["optimizer"] = resolved_optimizer(run, spec.file);
+  run_json["baseline"] = run.baseline.empty() ? nlohmann::json() : nlohmann::json(run.baseline);
+  run_json["status"] = status;
+  if (!error.empty()) run_json["error"] = error;
+  run_json["steps_completed"] = completed;
+  run_json["skipped_steps"] = skipped;
+  run_json["samples_seen"] = completed * spec.batch_size;
+  run_json["lr_schedule"] = {{"peak", run.lr.peak},
+                             {"warmup_steps", run.lr.warmup_steps},
+                             {"decay", to_string(run.lr.decay)},
+                             {"final_fraction", run.lr.final_fraction}};
+  run_json["train_loss"] = train_loss;
+  run_json["phase"] = phase_per_step;
+  run_json["bytes_sent_per_worker_per_step"] = bytes_per_step;
+  run_json["eval"] = evals;
+  run_json["comm"] = {{"phases", comm_phases},
+                      {"total_bytes_sent_per_worker", total},
+                      {"mean_total_bytes_sent_per_worker", total_mean}};
+  const bool finished = status == "complete";
+  const size_t tail = std::min<size_t>(10, train_loss.size());
+  double tail_loss = 0;
+  for (size_t i = train_loss.size() - tail; i < train_loss.size(); ++i) tail_loss += train_loss[i];
+  run_json["final_train_loss"] = tail ? nlohmann::json(tail_loss / tail) : nlohmann::json();
+  run_json["final_test_accuracy"] =
+      finished && !evals.empty() ? evals.back()["test_accuracy"] : nlohmann::json();
+  run_json["final_test_loss"] =
+      finished && !evals.empty() ? evals.back()["test_loss"] : nlohmann::json();
+  const double wall = seconds_since(wall0);
+  const double samples = static_cast<double>(completed) * static_cast<double>(B);
+  run_json["timing"] = {
+      {"wall_time_s", wall},
+      {"gradient_time_s", grad_s},
+      {"optimizer_comm_time_s", optim_s},
+      {"eval_time_s", eval_s},
+      {"gradient_time_per_step_s", completed ? grad_s / completed : 0.0},
+      {"optimizer_comm_time_per_step_s", completed ? optim_s / completed : 0.0},
+      {"samples_per_s", grad_s + optim_s > 0 ? samples / (grad_s + optim_s) : 0.0},
+      {"gradient_samples_per_s", grad_s > 0 ? samples / grad_s : 0.0}};
+  return run_json;
+}
+
+}  // namespace
+
+nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
+                              const TrainOptions& opts) {
+  const auto wall0 = Clock::now();
+  auto model = make_model(spec.model, spec.file, "model");
+  if (data.train.features() != model->input_size() || data.test.features() != model->input_size())
+    throw InputError(spec.file, "model", spec.model,
+                     fmt::format("expects {} features per example, the data has {}",
+                                 model->input_size(), data.train.features()));
+  if (static_cast<size_t>(spec.batch_size) > data.train.n)
+    throw InputError(spec.file, "batch_size", std::to_string(spec.batch_size),
+                     fmt::format("exceeds the {} training examples", data.train.n));
+
+  nlohmann::json result;
+  result["schema"] = "clbo.train/1";
+  result["kind"] = "measured";
+  result["experiment_file"] = spec.file;
+  result["config"] = spec.config;
+  result["environment"] = environment_json();
+  result["resolved"] = {{"model", spec.model},
+                        {"num_params", model->num_params()},
+                        {"layout", model->layout().to_json()},
+                        {"batch_size", spec.batch_size},
+                        {"workers", spec.workers},
+                        {"shard_size", spec.batch_size / spec.workers},
+                        {"steps", spec.steps},
+                        {"epochs", static_cast<double>(spec.steps * spec.batch_size) /
+                                       static_cast<double>(data.train.n)},
+                        {"eval_every", spec.eval_every},
+                        {"micro_batch", spec.micro_batch},
+                        {"seeds", spec.seeds},
+                        {"train_examples", data.train.n},
+                        {"test_examples", data.test.n},
+                        {"evaluated_params", "rank 0"}};
+  nlohmann::json runs = nlohmann::json::array();
+  std::string first_error;
+  bool stopped = false;
+  const size_t total = spec.runs.size() * spec.seeds.size();
+  size_t index = 0;
+  for (const RunSpec& run : spec.runs) {
+    for (uint64_t seed : spec.seeds) {
+      if (stopped) break;
+      ++index;
+      if (opts.progress)
+        opts.progress(fmt::format("run {}/{}: '{}' ({}) seed {}, p = {}, batch {}, {} steps", index,
+                                  total, run.label, run.optimizer_type, seed, spec.workers,
+                                  spec.batch_size, spec.steps));
+      std::string error;
+      runs.push_back(train_one(spec, run, seed, *model, data, opts, error));
+      if (!error.empty()) {
+        if (opts.progress) opts.progress("  " + error);
+        if (first_error.empty()) first_error = error;
+        if (!spec.continue_after_nan || runs.back()["status"] == "error") stopped = true;
+      }
+    }
+  }
+  result["runs"] = runs;
+  result["summary"] = summarize_runs(spec, runs);
+  // continue_after_nan: a diverged run is a result (its own status says "nan"); otherwise the
+  // document lacks the runs after the failure and says so.
+  result["status"] = stopped ? "partial" : "complete";
+  result["error"] = first_error.empty() ? nlohmann::json() : nlohmann::json(first_error);
+  result["timing"] = {{"wall_time_s", seconds_since(wall0)}, {"threads", opts.threads}};
+  return result;
+}
+
+nlohmann::json strip_timing(nlohmann::json j) {
+  if (j.is_object()) {
+    j.erase("timing");
+    for (auto& [key, value] : j.items()) value = strip_timing(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) value = strip_timing(value);
+  }
+  return j;
+}
+
+}  // namespace clbo::train
