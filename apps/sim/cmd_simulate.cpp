@@ -1,0 +1,70 @@
+// `clbo simulate [experiments/X.json]`: simulates an experiment on SimGrid clusters and
+// writes results/X.json (atomically), then prints a table. Without a file it runs the
+// default sweep compiled into the binary (experiments/sim/default-sweep.json).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "clbo/core/config.hpp"
+#include "clbo/core/results.hpp"
+#include "clbo/sim/experiment.hpp"
+#include "clbo/sim/presets.hpp"
+#include "cli.hpp"
+
+namespace {
+
+struct Args {
+  std::string experiment, output;
+  bool quiet = false;
+};
+
+void progress_bar(int done, int total, const std::string& label) {
+  const int width = 30;
+  const int filled = total > 0 ? done * width / total : width;
+  const std::string bar = std::string(static_cast<size_t>(filled), '#') +
+                          std::string(static_cast<size_t>(width - filled), '.');
+  if (::isatty(STDERR_FILENO)) {
+    std::fprintf(stderr, "\r[clbo] [%s] %d/%d %-40s", bar.c_str(), done, total, label.c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+  } else {
+    std::fprintf(stderr, "[clbo] [%s] %d/%d %s\n", bar.c_str(), done, total, label.c_str());
+  }
+  std::fflush(stderr);
+}
+
+int run(const Args& a) {
+  nlohmann::json spec;
+  std::string file = a.experiment, out = a.output;
+  if (file.empty()) {
+    spec = clbo::sim::preset_json("sim", "default-sweep", "<command line>", "experiment");
+    file = clbo::sim::preset_path("sim", "default-sweep");
+  } else {
+    spec = clbo::load_json_file(file);
+  }
+  if (out.empty()) out = clbo::sim::default_results_path(file);
+  clbo::sim::SimulateOptions opt;
+  if (!a.quiet) opt.progress = progress_bar;
+  if (!a.quiet) clbo::cli::progress("simulating " + file);
+  const nlohmann::json results = clbo::sim::run_experiment(spec, file, opt);
+  clbo::write_json_atomic(out, results);
+  std::cout << clbo::sim::results_table(results);
+  std::cout << "wrote " << out << " (simulated in " << results["timing"]["wall_s"].get<double>()
+            << " s)" << std::endl;
+  return 0;
+}
+
+clbo::cli::Registrar reg("simulate",
+                         "Simulate training on a SimGrid cluster model (see docs/simulator.md)",
+                         [](CLI::App& sub) {
+                           auto args = std::make_shared<Args>();
+                           sub.add_option("experiment", args->experiment,
+                                          "experiment JSON (default: the built-in sweep)");
+                           sub.add_option("-o,--output", args->output,
+                                          "results file (default: results/<path under "
+                                          "experiments/>)");
+                           sub.add_flag("-q,--quiet", args->quiet, "no progress output");
+                           return [args] { return run(*args); };
+                         });
+
+}  // namespace

@@ -1,0 +1,85 @@
+// How fast the simulator runs one training step of each algorithm, by GPU count.
+//
+// Each iteration simulates one step kind's communication program in a fresh SimGrid child
+// (as `clbo simulate` does) and reports, besides Google Benchmark's wall time:
+//   cpu_s             CPU time the child spent simulating the program
+//   transfers         SimGrid communications executed
+//   transfers_per_cpu_s
+//   sim_ms            simulated time of the step's communication
+//   peak_rss_MiB      the child's peak memory
+// The budget (issue 4): ≤ 1 s and ≤ 2 GiB per step at 1024 GPUs on one core. A whole run is
+// never looped step by step: each distinct step kind is simulated once and weighted by its
+// count (clbo::sim::step_kinds), and step kinds with identical calls share one program
+// across optimizers (1-bit Adam's warmup step is Adam's step). Within a step, ring phases
+// are merged into ~48 rounds and inter-node flows are aggregated per node pair.
+#include <benchmark/benchmark.h>
+
+#include "clbo/sim/cluster.hpp"
+#include "clbo/sim/collectives.hpp"
+#include "clbo/sim/engine.hpp"
+#include "clbo/sim/workload.hpp"
+
+namespace {
+
+using namespace clbo;
+using namespace clbo::sim;
+
+enum Case { kRing, kTree, kHierarchical, kOneBitNccl, kOneBitMpi, kSlamb };
+const char* const kNames[] = {"ring", "tree", "hierarchical", "onebit_nccl", "onebit_mpi", "slamb"};
+
+void BM_Step(benchmark::State& state) {
+  const Case what = static_cast<Case>(state.range(0));
+  const int p = static_cast<int>(state.range(1));
+  const std::string cluster_name = state.range(2) == 0 ? "paper-ib-v100" : "paper-eth-v100";
+  const ClusterSpec c = resolve_cluster(cluster_name, "bench", "cluster");
+  const Workload w = resolve_workload("bert-large-seq128", "bench", "workload");
+  const size_t n = w.layout.total();
+  KernelModel k;
+  k.hbm_Bps = 0.9e12;
+  ExpandOptions o;
+  o.param_count = n;
+  std::vector<CommCall> calls;
+  switch (what) {
+    case kRing:
+    case kTree:
+    case kHierarchical:
+      o.allreduce = what == kRing ? Algo::kRing : what == kTree ? Algo::kTree : Algo::kHierarchical;
+      calls = {{CollKind::kAllreduce, n, DType::kF16, "grad"}};
+      break;
+    case kOneBitNccl:
+    case kOneBitMpi:
+      o.backend = what == kOneBitNccl ? Backend::kNccl : Backend::kMpi;
+      calls = {{CollKind::kCompressedAllreduce, n, DType::kF32, "momentum"}};
+      break;
+    case kSlamb:
+      calls = {{CollKind::kSparseAllreduce, n / 10, DType::kF16, "momentum"}};
+      break;
+  }
+  Program prog;
+  prog.p = p;
+  prog.gpus_per_node = c.gpus_per_node;
+  for (const auto& call : calls) {
+    auto s = expand_call(call, 0, c, p, k, o);
+    prog.segments.insert(prog.segments.end(), s.begin(), s.end());
+  }
+  ProgramResult last;
+  for (auto _ : state) last = simulate_programs(c, p, {prog}).at(0);
+  state.counters["cpu_s"] = last.cpu_s;
+  state.counters["transfers"] = static_cast<double>(last.transfers);
+  state.counters["transfers_per_cpu_s"] = last.cpu_s > 0 ? last.transfers / last.cpu_s : 0;
+  state.counters["sim_ms"] = last.time_s * 1e3;
+  state.counters["peak_rss_MiB"] = static_cast<double>(last.process_peak_rss_bytes) / (1 << 20);
+  state.SetLabel(std::string(kNames[what]) + " " + cluster_name);
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int cluster : {0, 1})
+    for (int what = kRing; what <= kSlamb; ++what)
+      for (int p : {64, 256, 1024}) b->Args({what, p, cluster});
+}
+
+BENCHMARK(BM_Step)->Apply(Args)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

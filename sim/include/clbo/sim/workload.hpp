@@ -1,0 +1,109 @@
+// Workloads: a model's per-tensor parameter layout (so per-tensor rules such as SLAMB's
+// small-tensor set and 1-bit LAMB's per-layer coefficients see real shapes) and its compute
+// time per micro-batch on each GPU type.
+//
+// Compute model (docs/simulator.md, "Compute"): forward and backward time of one
+// micro-batch of m samples is max(floor, per_sample × m): a launch/latency floor at small
+// m, compute-bound above it. Profiles measured on a GPU come from the workload JSON
+// (V100 values are fitted to Table 1 of published.md); another GPU gets the profile of the
+// workload's reference GPU scaled by the documented rule in scale_profile().
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "clbo/core/layout.hpp"
+
+namespace clbo::sim {
+
+struct GpuInfo {
+  std::string name;
+  double fp16_tflops = 0;  // dense tensor-core peak (datasheet)
+  double hbm_TBps = 0;     // datasheet memory bandwidth
+};
+
+// Known GPU types (names and aliases); unknown names throw InputError with a suggestion.
+const GpuInfo& gpu_info(const std::string& name, const std::string& where,
+                        const std::string& field);
+std::vector<std::string> gpu_names();
+
+struct ComputeProfile {
+  std::string gpu;
+  double fwd_floor_s = 0, fwd_per_sample_s = 0;
+  double bwd_floor_s = 0, bwd_per_sample_s = 0;
+  double optimizer_s = 0;  // one optimizer step over all parameters
+  std::string origin;      // "measured: ...", "derived: ..." or "scaled: ..."
+
+  double fwd_s(int micro_batch) const;
+  double bwd_s(int micro_batch) const;
+  nlohmann::json to_json() const;
+};
+
+struct Workload {
+  std::string name, description, source, file;
+  ParamLayout layout;
+  int seq_len = 0;                       // tokens per sample (0 for images)
+  double fwd_flops_per_sample = 0;       // used to derive compute for other models
+  int layers = 0;                        // repeated blocks, for the launch-floor scaling
+  std::vector<ComputeProfile> profiles;  // measured or derived, by GPU
+  std::string reference_gpu;             // profile that other GPUs are scaled from
+
+  // The profile for `gpu`: its own when present, else the reference scaled (see .cpp).
+  ComputeProfile compute_for(const std::string& gpu, const std::string& where,
+                             const std::string& field) const;
+  nlohmann::json to_json() const;  // summary: name, params, tensors, flops, profiles
+};
+
+// A preset name, a JSON path or an inline object. `derive_from` references resolve
+// recursively through the presets.
+Workload resolve_workload(const nlohmann::json& ref, const std::string& where,
+                          const std::string& field);
+Workload parse_workload(const nlohmann::json& obj, const std::string& file,
+                        const std::string& prefix = "");
+
+// Overrides (or adds) a profile from user-measured JSON, e.g. clbo bench output converted
+// to {"gpu": ..., "fwd_floor_ms": ..., ...}; see docs/simulator.md.
+ComputeProfile parse_profile(const nlohmann::json& obj, const std::string& gpu,
+                             const std::string& file, const std::string& prefix);
+
+// Architecture generators behind "layout": {"bert": {...}} and friends (layouts.cpp).
+// Each returns the tensors in the order the model's parameters() lists them.
+ParamLayout bert_layout(int layers, int hidden, int intermediate, int vocab, int max_position,
+                        int type_vocab, bool pretraining_heads);
+ParamLayout gpt2_layout(int layers, int hidden, int vocab, int context);
+ParamLayout swin_layout(int embed_dim, const std::vector<int>& depths,
+                        const std::vector<int>& heads, int window, int patch, int in_chans,
+                        int num_classes);
+
+// Compression-kernel roofline (published.md "Minimum bytes per element"): seconds for the
+// compressed allreduce's kernels on one GPU, at `efficiency` of datasheet HBM bandwidth.
+struct KernelModel {
+  double hbm_Bps = 0;
+  double efficiency = 0.85;         // streaming kernels reach 85–93% of datasheet (published.md)
+  double compress_Bpe = 20.125;     // error feedback + sign + RMS scale, bytes per element
+  double unpack_Bpe = 4.125;        // bits → scaled fp32
+  double compact_Bpe = 4.125;       // SLAMB: mask draw + read m, per element of the buffer
+  double compact_selected_Bpe = 8;  // SLAMB: write, read back and scatter a selected value
+  // Measured rates in elements per second (0: use the roofline), from `clbo bench kernels`
+  // Google Benchmark JSON (CPU or CUDA binary): see load_kernel_bench().
+  double compress_eps = 0, unpack_eps = 0, server_eps = 0, compact_eps = 0, mask_eps = 0;
+  std::string measured_from;
+  nlohmann::json to_json() const;
+  double seconds(double bytes) const { return bytes / (hbm_Bps * efficiency); }
+  // The 1-bit scheme's kernels over a padded buffer of n elements on p ranks: the worker's
+  // error feedback + sign + scale, the server's decode of p pieces and re-compression of
+  // its c = n/p slice, and the final unpack of the gathered chunks.
+  double worker_compress_s(size_t padded_n) const;
+  double server_s(size_t padded_n, int p) const;
+  double unpack_s(size_t padded_n) const;
+  // SLAMB: draw the mask and compact the selected momenta over a buffer of n elements.
+  double compaction_s(size_t n, size_t selected) const;
+};
+
+// Reads `clbo bench kernels` output (Google Benchmark JSON: "benchmarks" with "name" and
+// "items_per_second") into k: BM_compress_fused/BM_Compress, BM_unpack_scale/BM_Unpack,
+// BM_server_step/BM_ServerStep, BM_compact/BM_MaskCompact, BM_random_mask/BM_RandomMask,
+// each at its largest size. Kernels missing from the file keep the roofline.
+void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file);
+
+}  // namespace clbo::sim

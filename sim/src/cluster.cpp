@@ -1,0 +1,283 @@
+#include "clbo/sim/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <limits>
+
+#include "clbo/core/config.hpp"
+#include "clbo/core/error.hpp"
+#include "clbo/sim/presets.hpp"
+
+namespace clbo::sim {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kGB = 1e9;
+
+// A nested object of `r`; marks it read. Absent: an empty object (all defaults).
+nlohmann::json sub_object(ConfigReader& r, const nlohmann::json& obj, const std::string& key,
+                          bool required) {
+  r.ignore(key);
+  if (!obj.contains(key) || obj[key].is_null()) {
+    if (required) r.fail(key, "required");
+    return nlohmann::json::object();
+  }
+  if (!obj[key].is_object()) r.fail(key, "expected an object");
+  return obj[key];
+}
+
+std::string text(ConfigReader& r, const nlohmann::json& obj, const std::string& key) {
+  r.ignore(key);
+  if (!obj.contains(key) || obj[key].is_null()) return "";
+  if (obj[key].is_string()) return obj[key].get<std::string>();
+  if (obj[key].is_object() || obj[key].is_array()) return obj[key].dump();
+  r.fail(key, "expected a string");
+}
+
+// Positive bandwidth in GB/s (or Gb/s when `gbits`), required unless def > 0.
+double bandwidth(ConfigReader& r, const std::string& key, double def) {
+  const double v = r.number(key, def);
+  if (!(v > 0)) r.fail(key, "must be a positive bandwidth");
+  return v;
+}
+
+double latency_us(ConfigReader& r, const std::string& key, double def) {
+  return r.number_in(key, def, 0, true, 1e7, true) * 1e-6;
+}
+
+// Data rate of one InfiniBand port per generation, Gb/s (QDR signals 40 Gb/s with 8b/10b
+// coding, i.e. 32 Gb/s of data; FDR onward use 64b/66b).
+double ib_rate_Gbps(const std::string& gen) {
+  if (gen == "QDR") return 32;
+  if (gen == "FDR") return 54.5;
+  if (gen == "EDR") return 100;
+  if (gen == "HDR") return 200;
+  if (gen == "NDR") return 400;
+  return 0;
+}
+
+void parse_fabric(ClusterSpec& c, const nlohmann::json& obj, const std::string& file,
+                  const std::string& prefix, ConfigReader& nic) {
+  ConfigReader r(obj, file, prefix);
+  const std::string type = r.choice("type", "", {"tcp", "infiniband"});
+  if (type.empty()) r.fail("type", "required: tcp or infiniband");
+  c.fabric = type == "tcp" ? FabricKind::kTcp : FabricKind::kInfiniband;
+  double line = 0;
+  if (c.fabric == FabricKind::kInfiniband) {
+    c.ib_generation = r.choice("generation", "", {"QDR", "FDR", "EDR", "HDR", "NDR"});
+    line = ib_rate_Gbps(c.ib_generation);
+  }
+  // The NIC's rate may come from the IB generation; a stated rate wins.
+  const double rate = nic.number("rate_Gbps", line);
+  if (!(rate > 0)) nic.fail("rate_Gbps", "must be a positive rate (or give fabric.generation)");
+  c.nic_rate_Bps = rate * 1e9 / 8;
+  c.efficiency = r.number_in(c.fabric == FabricKind::kTcp ? "achievable_fraction" : "efficiency",
+                             c.fabric == FabricKind::kTcp ? 1.0 : 1.0, 0, false, 1, true);
+  if (c.fabric == FabricKind::kTcp) r.ignore("efficiency");
+  if (c.fabric == FabricKind::kInfiniband) r.ignore("achievable_fraction");
+  c.software_latency_s =
+      r.has("software_latency_us") ? latency_us(r, "software_latency_us", 0) : -1.0;
+  c.crosstraffic = r.boolean("crosstraffic", c.fabric == FabricKind::kTcp);
+  c.network_model = r.choice("model", "CM02", {"CM02", "LV08"});
+  c.tcp_gamma_bytes = r.number_in("tcp_gamma_bytes", 0, 0, true, kInf, false);
+  r.ignore("source");
+  r.finish();
+}
+
+void parse_topology(ClusterSpec& c, const nlohmann::json& obj, const std::string& file,
+                    const std::string& prefix) {
+  ConfigReader r(obj, file, prefix);
+  const std::string type =
+      r.choice("type", "single_switch", {"single_switch", "fat_tree", "two_level"});
+  c.switch_latency_s = latency_us(r, "switch_latency_us", 0);
+  if (type == "single_switch") {
+    c.topology = TopologyKind::kSingleSwitch;
+  } else if (type == "fat_tree") {
+    c.topology = TopologyKind::kFatTree;
+    c.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf", 0, 1));
+    if (c.nodes_per_leaf == 0) r.fail("nodes_per_leaf", "required for a fat_tree");
+    c.spines = static_cast<int>(r.integer("spines", c.nodes_per_leaf, 1));
+  } else {
+    c.topology = TopologyKind::kTwoLevel;
+    c.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf", 0, 1));
+    if (c.nodes_per_leaf == 0) r.fail("nodes_per_leaf", "required for a two_level tree");
+    if (r.has("uplink_GBps") == r.has("oversubscription"))
+      r.fail("uplink_GBps", "give exactly one of uplink_GBps and oversubscription");
+    if (r.has("uplink_GBps")) {
+      c.uplink_Bps = bandwidth(r, "uplink_GBps", 0) * kGB;
+    } else {
+      const double over = r.number_in("oversubscription", 1, 1, true, 1e6, true);
+      c.uplink_Bps = c.nodes_per_leaf * c.node_net_Bps() / over;
+    }
+  }
+  r.ignore("source");
+  r.finish();
+}
+
+}  // namespace
+
+ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
+                          const std::string& prefix) {
+  ConfigReader r(obj, file, prefix);
+  auto at = [&](const std::string& k) { return r.field(k); };
+  ClusterSpec c;
+  c.file = file;
+  c.name = text(r, obj, "name");
+  if (c.name.empty()) r.fail("name", "required");
+  c.description = text(r, obj, "description");
+  c.source = text(r, obj, "source");
+  r.ignore("sources");  // per-field notes for readers; results copy them verbatim
+  c.gpu = text(r, obj, "gpu");
+  if (c.gpu.empty()) r.fail("gpu", "required: the GPU type, e.g. \"V100-SXM2\"");
+  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 0, 0));
+  if (c.gpus_per_node < 1) r.fail("gpus_per_node", "a node needs at least one GPU");
+
+  const nlohmann::json intra = sub_object(r, obj, "intra", false);
+  const nlohmann::json nic = sub_object(r, obj, "nic", false);
+  const nlohmann::json fabric = sub_object(r, obj, "fabric", true);
+  ConfigReader ir(intra, file, at("intra"));
+  ConfigReader nr(nic, file, at("nic"));
+
+  c.xml_file = text(r, obj, "xml");
+  if (c.is_xml()) {
+    const std::filesystem::path base = std::filesystem::path(file).parent_path();
+    if (std::filesystem::path(c.xml_file).is_relative() && !base.empty() &&
+        !std::filesystem::exists(c.xml_file))
+      c.xml_file = (base / c.xml_file).string();
+    r.ignore("hosts");
+    if (!obj.contains("hosts") || !obj["hosts"].is_array() || obj["hosts"].empty())
+      r.fail("hosts", "an XML platform needs \"hosts\": the SimGrid host of each rank, in order");
+    for (size_t i = 0; i < obj["hosts"].size(); ++i) {
+      if (!obj["hosts"][i].is_string())
+        throw InputError(file, fmt::format("{}[{}]", at("hosts"), i), obj["hosts"][i].dump(),
+                         "expected a host name");
+      c.xml_hosts.push_back(obj["hosts"][i].get<std::string>());
+    }
+    if (c.xml_hosts.size() % static_cast<size_t>(c.gpus_per_node) != 0)
+      throw InputError(
+          file, at("hosts"), fmt::format("{} hosts", c.xml_hosts.size()),
+          fmt::format("the mapping must fill whole nodes of gpus_per_node = {}", c.gpus_per_node));
+    c.max_nodes = static_cast<int>(c.xml_hosts.size()) / c.gpus_per_node;
+    r.ignore("nodes");
+  } else {
+    c.max_nodes = static_cast<int>(r.integer("nodes", 0, 0));
+    if (c.max_nodes < 1) r.fail("nodes", "a cluster needs at least one node");
+  }
+
+  // Intra-node links: required for built clusters (the XML describes its own).
+  const std::string itype = ir.choice("type", c.is_xml() ? "nvlink" : "", {"nvlink", "pcie"});
+  if (itype.empty()) r.fail("intra", "required: {\"type\": \"nvlink\"|\"pcie\", ...}");
+  c.intra_kind = itype == "pcie" ? IntraKind::kPcie : IntraKind::kNvlink;
+  if (!c.is_xml()) {
+    c.intra_Bps = bandwidth(ir, "bandwidth_GBps", 0) * kGB;
+    c.intra_latency_s = latency_us(ir, "latency_us", 1.0);
+  }
+  ir.ignore("source");
+  ir.finish();
+
+  const nlohmann::json host = sub_object(r, obj, "host_link", false);
+  ConfigReader hr(host, file, at("host_link"));
+  c.host_Bps = bandwidth(hr, "bandwidth_GBps", 12.0) * kGB;  // PCIe Gen3 x16 (published.md)
+  c.host_latency_s = latency_us(hr, "latency_us", 1.0);
+  hr.ignore("source");
+  hr.finish();
+
+  c.nic_count = static_cast<int>(nr.integer("count", 1, 1));
+  c.nic_latency_s = latency_us(nr, "latency_us", 1.0);
+  nr.ignore("source");
+  parse_fabric(c, fabric, file, at("fabric"), nr);
+  nr.finish();
+
+  parse_topology(c, sub_object(r, obj, "topology", false), file, at("topology"));
+  if (c.is_xml() && c.topology != TopologyKind::kSingleSwitch)
+    r.fail("topology", "an XML platform describes its own topology");
+  r.finish();
+  return c;
+}
+
+ClusterSpec resolve_cluster(const nlohmann::json& ref, const std::string& where,
+                            const std::string& field) {
+  if (ref.is_object()) return parse_cluster(ref, where, field);
+  if (!ref.is_string())
+    throw InputError(where, field, ref.dump(), "expected a preset name, a JSON path or an object");
+  const std::string s = ref.get<std::string>();
+  if (s.size() > 5 && s.substr(s.size() - 5) == ".json") return parse_cluster(load_json_file(s), s);
+  const nlohmann::json j = preset_json("clusters", s, where, field);
+  return parse_cluster(j, preset_path("clusters", s));
+}
+
+void check_gpu_count(const ClusterSpec& c, int p, const std::string& where,
+                     const std::string& field) {
+  const std::string v = std::to_string(p);
+  if (p < 1) throw InputError(where, field, v, "a run needs at least one GPU");
+  if (p > c.max_gpus())
+    throw InputError(where, field, v,
+                     fmt::format("cluster '{}' has only {} nodes × {} GPUs = {} GPUs", c.name,
+                                 c.max_nodes, c.gpus_per_node, c.max_gpus()));
+  if (p > c.gpus_per_node && p % c.gpus_per_node != 0)
+    throw InputError(where, field, v,
+                     fmt::format("{} GPUs do not fill whole nodes of {} GPUs (cluster '{}')", p,
+                                 c.gpus_per_node, c.name));
+}
+
+const char* to_string(IntraKind k) {
+  return k == IntraKind::kNvlink ? "nvlink" : "pcie";
+}
+const char* to_string(FabricKind k) {
+  return k == FabricKind::kTcp ? "tcp" : "infiniband";
+}
+const char* to_string(TopologyKind k) {
+  switch (k) {
+    case TopologyKind::kSingleSwitch:
+      return "single_switch";
+    case TopologyKind::kFatTree:
+      return "fat_tree";
+    case TopologyKind::kTwoLevel:
+      return "two_level";
+  }
+  return "?";
+}
+
+nlohmann::json ClusterSpec::to_json() const {
+  nlohmann::json j;
+  j["name"] = name;
+  j["file"] = file;
+  j["source"] = source;
+  j["gpu"] = gpu;
+  j["max_nodes"] = max_nodes;
+  j["gpus_per_node"] = gpus_per_node;
+  j["intra"] = {{"type", to_string(intra_kind)},
+                {"bandwidth_GBps", intra_Bps / kGB},
+                {"latency_us", intra_latency_s * 1e6}};
+  j["host_link"] = {{"bandwidth_GBps", host_Bps / kGB}, {"latency_us", host_latency_s * 1e6}};
+  j["nic"] = {{"count", nic_count},
+              {"rate_Gbps", nic_rate_Bps * 8 / 1e9},
+              {"latency_us", nic_latency_s * 1e6}};
+  j["fabric"] = {
+      {"type", to_string(fabric)},
+      {"efficiency", efficiency},
+      {"software_latency_us",
+       software_latency_s < 0 ? nlohmann::json(nullptr) : nlohmann::json(software_latency_s * 1e6)},
+      {"crosstraffic", crosstraffic},
+      {"model", network_model},
+      {"tcp_gamma_bytes", tcp_gamma_bytes}};
+  if (!ib_generation.empty()) j["fabric"]["generation"] = ib_generation;
+  j["topology"] = {{"type", to_string(topology)}, {"switch_latency_us", switch_latency_s * 1e6}};
+  if (topology == TopologyKind::kFatTree) {
+    j["topology"]["nodes_per_leaf"] = nodes_per_leaf;
+    j["topology"]["spines"] = spines;
+  } else if (topology == TopologyKind::kTwoLevel) {
+    j["topology"]["nodes_per_leaf"] = nodes_per_leaf;
+    j["topology"]["uplink_GBps"] = uplink_Bps / kGB;
+  }
+  j["node_net_GBps"] = node_net_Bps() / kGB;
+  if (is_xml()) {
+    j["xml"] = xml_file;
+    j["hosts"] = xml_hosts;
+  }
+  return j;
+}
+
+}  // namespace clbo::sim

@@ -1,0 +1,41 @@
+#include "clbo/sim/presets.hpp"
+
+#include <algorithm>
+
+#include "clbo/core/error.hpp"
+
+namespace clbo::sim {
+
+std::vector<std::string> preset_names(const std::string& kind) {
+  std::vector<std::string> names;
+  for (const auto& p : embedded_presets())
+    if (kind == p.kind) names.emplace_back(p.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+nlohmann::json preset_json(const std::string& kind, const std::string& name,
+                           const std::string& where, const std::string& field) {
+  for (const auto& p : embedded_presets()) {
+    if (kind != p.kind || name != p.name) continue;
+    try {
+      return nlohmann::json::parse(p.json);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(p.path, "(file)", p.path, std::string("invalid JSON: ") + e.what());
+    }
+  }
+  const auto names = preset_names(kind);
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  const std::string what = kind == "clusters" ? "cluster preset" : "workload";
+  throw InputError(where, field, name,
+                   "unknown " + what + did_you_mean(name, names) + " (known: " + list + ")");
+}
+
+std::string preset_path(const std::string& kind, const std::string& name) {
+  for (const auto& p : embedded_presets())
+    if (kind == p.kind && name == p.name) return p.path;
+  return "";
+}
+
+}  // namespace clbo::sim
