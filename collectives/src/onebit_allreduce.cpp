@@ -59,12 +59,17 @@ void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, si
 
   // 5. Decompress chunk by chunk, dropping the padding: identical bytes and scales on every
   // rank give a bit-identical result.
+  onebit_decompress(server_signs.data(), server_scales.data(), p, c, n, buf);
+}
+
+void onebit_decompress(const uint8_t* server_signs, const float* server_scales, int p, size_t c,
+                       size_t n, float* out) {
+  const size_t piece = c / 8;
   for (int j = 0; j < p; ++j) {
     const size_t begin = static_cast<size_t>(j) * c;
     if (begin >= n) break;
-    kernels::unpack_scale(server_signs.data() + static_cast<size_t>(j) * piece,
-                          std::min(c, n - begin), server_scales[static_cast<size_t>(j)],
-                          buf + begin);
+    kernels::unpack_scale(server_signs + static_cast<size_t>(j) * piece, std::min(c, n - begin),
+                          server_scales[j], out + begin);
   }
 }
 

@@ -85,13 +85,7 @@ void mpi_compressed_allreduce_gather(MpiCommunicator& comm, OnebitState& state, 
   comm.count_sent(static_cast<uint64_t>(p - 1) * (piece + sizeof(float)), 2ull * (p - 1));
 
   // 5. Decompress chunk by chunk, dropping the padding.
-  for (int j = 0; j < p; ++j) {
-    const size_t begin = static_cast<size_t>(j) * c;
-    if (begin >= n) break;
-    kernels::unpack_scale(server_signs.data() + static_cast<size_t>(j) * piece,
-                          std::min(c, n - begin), server_scales[static_cast<size_t>(j)],
-                          buf + begin);
-  }
+  onebit_decompress(server_signs.data(), server_scales.data(), p, c, n, buf);
 }
 
 void mpi_allreduce_sum(MpiCommunicator& comm, float* buf, size_t n, DType wire) {

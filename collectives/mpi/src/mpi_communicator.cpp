@@ -65,21 +65,7 @@ class Poller {
   uint64_t polls_ = 0;
 };
 
-std::string header_op(const CallHeader& h) {
-  return std::string(h.op, strnlen(h.op, sizeof(h.op)));
-}
-
 }  // namespace
-
-CallHeader CallHeader::make(const std::string& op, uint64_t count, uint64_t elem_bytes,
-                            uint64_t config) {
-  CallHeader h;
-  std::memcpy(h.op, op.data(), std::min(op.size(), sizeof(h.op) - 1));
-  h.count = count;
-  h.elem_bytes = elem_bytes;
-  h.config = config;
-  return h;
-}
 
 MpiSession::MpiSession() {
   int initialized = 0;
@@ -268,25 +254,7 @@ void MpiCommunicator::agree(const CallHeader& header) {
   wait_all(1, &req, "the call header of every rank");
   // Every rank holds the same p headers and scans them in the same order, so every rank
   // throws the same message.
-  const CallHeader& ref = all[0];
-  for (int j = 1; j < size_; ++j) {
-    const CallHeader& h = all[static_cast<size_t>(j)];
-    std::string field, a, b;
-    if (header_op(h) != header_op(ref))
-      field = "operation", a = fmt::format("'{}'", header_op(ref)),
-      b = fmt::format("'{}'", header_op(h));
-    else if (h.count != ref.count)
-      field = "count", a = std::to_string(ref.count), b = std::to_string(h.count);
-    else if (h.elem_bytes != ref.elem_bytes)
-      field = "element bytes", a = std::to_string(ref.elem_bytes), b = std::to_string(h.elem_bytes);
-    else if (h.config != ref.config)
-      field = "configuration", a = fmt::format("{:#x}", ref.config),
-      b = fmt::format("{:#x}", h.config);
-    else
-      continue;
-    throw Error(fmt::format("mpi: ranks disagree on {}: rank 0 has {} = {}, rank {} has {} = {}",
-                            header_op(ref), field, a, j, field, b));
-  }
+  check_call_headers(all.data(), size_, "mpi");
 }
 
 }  // namespace clbo

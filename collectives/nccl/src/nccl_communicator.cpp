@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "clbo/collectives/call_header.hpp"
 #include "clbo/collectives/nccl.hpp"
 #include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
@@ -33,10 +34,6 @@ void require_device(const char* what) {
 }
 
 // What every rank exchanges before a checked call (fixed size, plain bytes).
-struct Header {
-  char op[32];
-  uint64_t count, elem_bytes, config;
-};
 
 }  // namespace
 
@@ -199,38 +196,19 @@ void NcclCommunicator::barrier() {
 
 void NcclCommunicator::agree(const std::string& op, uint64_t count, uint64_t elem_bytes,
                              uint64_t config) {
-  Header mine{};
-  std::memcpy(mine.op, op.data(), std::min(op.size(), sizeof(mine.op) - 1));
-  mine.count = count, mine.elem_bytes = elem_bytes, mine.config = config;
-  std::vector<Header> all(static_cast<size_t>(size_));
-  auto* d = static_cast<Header*>(ws_.get(sizeof(Header) * all.size()));
-  cuda::check(cudaMemcpyAsync(d + rank_, &mine, sizeof(Header), cudaMemcpyHostToDevice, stream_),
-              "agree: upload header");
-  nccl_check(ncclAllGather(d + rank_, d, sizeof(Header), ncclUint8, comm_, stream_),
-             "ncclAllGather (call header)");
+  const CallHeader mine = CallHeader::make(op, count, elem_bytes, config);
+  std::vector<CallHeader> all(static_cast<size_t>(size_));
+  auto* d = static_cast<CallHeader*>(ws_.get(sizeof(CallHeader) * all.size()));
   cuda::check(
-      cudaMemcpyAsync(all.data(), d, sizeof(Header) * all.size(), cudaMemcpyDeviceToHost, stream_),
-      "agree: download headers");
+      cudaMemcpyAsync(d + rank_, &mine, sizeof(CallHeader), cudaMemcpyHostToDevice, stream_),
+      "agree: upload header");
+  nccl_check(ncclAllGather(d + rank_, d, sizeof(CallHeader), ncclUint8, comm_, stream_),
+             "ncclAllGather (call header)");
+  cuda::check(cudaMemcpyAsync(all.data(), d, sizeof(CallHeader) * all.size(),
+                              cudaMemcpyDeviceToHost, stream_),
+              "agree: download headers");
   synchronize();
-  auto name = [](const Header& h) { return std::string(h.op, strnlen(h.op, sizeof(h.op))); };
-  const Header& ref = all[0];
-  for (int j = 1; j < size_; ++j) {
-    const Header& h = all[static_cast<size_t>(j)];
-    std::string field, a, b;
-    if (name(h) != name(ref))
-      field = "operation", a = fmt::format("'{}'", name(ref)), b = fmt::format("'{}'", name(h));
-    else if (h.count != ref.count)
-      field = "count", a = std::to_string(ref.count), b = std::to_string(h.count);
-    else if (h.elem_bytes != ref.elem_bytes)
-      field = "element bytes", a = std::to_string(ref.elem_bytes), b = std::to_string(h.elem_bytes);
-    else if (h.config != ref.config)
-      field = "configuration", a = fmt::format("{:#x}", ref.config),
-      b = fmt::format("{:#x}", h.config);
-    else
-      continue;
-    throw Error(fmt::format("nccl: ranks disagree on {}: rank 0 has {} = {}, rank {} has {} = {}",
-                            name(ref), field, a, j, field, b));
-  }
+  check_call_headers(all.data(), size_, "nccl");
 }
 
 void run_nccl_single_process(const std::vector<int>& devices,

@@ -40,6 +40,12 @@ struct OnebitState {
 // rank, bit-identical. At p = 1 it still compresses (worker then server step).
 void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, size_t n);
 
+// Step 5 of §2, shared by every backend's compressed allreduce: out[j·c + i] =
+// ±server_scales[j] from the gathered server signs (p chunks of c/8 bytes), stopping at n
+// so the padding is dropped. Same bytes and scales give bit-identical outputs everywhere.
+void onebit_decompress(const uint8_t* server_signs, const float* server_scales, int p, size_t c,
+                       size_t n, float* out);
+
 // Sparse allreduce over the elements selected by `mask` (a bitmap over buf[0..n) in the
 // bit order of kernels/mask.hpp, identical on every rank): compact, ring-allreduce the
 // compacted values (summed, on the given wire type), scatter back. Unselected elements are

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "clbo/collectives/algorithms.hpp"
+#include "clbo/collectives/call_header.hpp"
 #include "clbo/collectives/communicator.hpp"
 #include "clbo/core/schedule.hpp"
 
@@ -35,16 +36,6 @@ struct MpiOptions {
   CudaAware cuda_aware = CudaAware::kAuto;  // kOn fails when the library has no CUDA support
   double timeout_s = 120.0;                 // longest wait for a peer before giving up
   bool check_headers = true;                // exchange a CallHeader before each collective
-};
-
-// What every rank must agree on before a collective's payload moves.
-struct CallHeader {
-  char op[32] = {};    // e.g. "alltoall", "compressed_allreduce"
-  uint64_t count = 0;  // elements (or bytes per rank for raw exchanges)
-  uint64_t elem_bytes = 0;
-  uint64_t config = 0;  // a hash of any further configuration (0 when none)
-  static CallHeader make(const std::string& op, uint64_t count, uint64_t elem_bytes,
-                         uint64_t config = 0);
 };
 
 // Initializes MPI (MPI_THREAD_FUNNELED) unless already initialized, and finalizes it on
