@@ -55,13 +55,7 @@ void BM_Step(benchmark::State& state) {
       calls = {{CollKind::kSparseAllreduce, n / 10, DType::kF16, "momentum"}};
       break;
   }
-  Program prog;
-  prog.p = p;
-  prog.gpus_per_node = c.gpus_per_node;
-  for (const auto& call : calls) {
-    auto s = expand_call(call, 0, c, p, k, o);
-    prog.segments.insert(prog.segments.end(), s.begin(), s.end());
-  }
+  const Program prog = calls_program(calls, c, p, k, o);
   ProgramResult last;
   for (auto _ : state) last = simulate_programs(c, p, {prog}).at(0);
   state.counters["cpu_s"] = last.cpu_s;

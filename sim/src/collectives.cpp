@@ -500,4 +500,16 @@ std::vector<Segment> expand_call(const CommCall& call, int idx, const ClusterSpe
   return out;
 }
 
+Program calls_program(const std::vector<CommCall>& calls, const ClusterSpec& c, int p,
+                      const KernelModel& km, const ExpandOptions& o) {
+  Program prog;
+  prog.p = p;
+  prog.gpus_per_node = c.gpus_per_node;
+  for (const auto& call : calls) {
+    auto s = expand_call(call, 0, c, p, km, o);
+    prog.segments.insert(prog.segments.end(), s.begin(), s.end());
+  }
+  return prog;
+}
+
 }  // namespace clbo::sim

@@ -21,14 +21,7 @@ Program program(const ClusterSpec& c, int p, const std::vector<CommCall>& calls,
   ExpandOptions o;
   o.allreduce = a;
   o.exact = exact;
-  Program prog;
-  prog.p = p;
-  prog.gpus_per_node = c.gpus_per_node;
-  for (const auto& call : calls) {
-    auto s = expand_call(call, 0, c, p, k, o);
-    prog.segments.insert(prog.segments.end(), s.begin(), s.end());
-  }
-  return prog;
+  return calls_program(calls, c, p, k, o);
 }
 
 }  // namespace

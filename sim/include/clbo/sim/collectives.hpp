@@ -93,4 +93,9 @@ std::vector<Round> alltoall_rounds(int p, uint64_t bytes_per_pair);
 std::vector<Segment> expand_call(const CommCall& call, int call_index, const ClusterSpec& c, int p,
                                  const KernelModel& km, const ExpandOptions& o);
 
+// A program of `calls` back to back, every call tagged 0 (no compute phases): what the
+// cross-check tests and the simulator benchmark time.
+Program calls_program(const std::vector<CommCall>& calls, const ClusterSpec& c, int p,
+                      const KernelModel& km, const ExpandOptions& o);
+
 }  // namespace clbo::sim
