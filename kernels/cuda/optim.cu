@@ -2,6 +2,7 @@
 // every fp32 operation with __fadd_rn/__fmul_rn/__fdiv_rn/__fsqrt_rn in the order of the
 // CPU reference, so no FMA contraction or approximate division can change a bit.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -54,13 +55,17 @@ __global__ void momentum_kernel(float* __restrict__ m, const float* __restrict__
     m[i] = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(omb1, g[i]));
 }
 
+// −inf, the identity of max: an empty tensor's max ratio, as in the CPU reference.
+constexpr double kMaxIdentity = -HUGE_VAL;
+
 // Max over the block, valid in thread 0 (order-independent, so trivially deterministic).
+// fmax skips NaN operands, as std::max(acc, NaN) does on the CPU.
 __device__ double block_max(double v) {
   __shared__ double warp_max[kWarps];
   for (int off = 16; off > 0; off >>= 1) v = fmax(v, __shfl_down_sync(kFullMask, v, off));
   if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = v;
   __syncthreads();
-  double m = 0.0;
+  double m = kMaxIdentity;
   if (threadIdx.x == 0)
     for (int w = 0; w < kWarps; ++w) m = fmax(m, warp_max[w]);
   __syncthreads();
@@ -75,7 +80,7 @@ __global__ void segmented(const Segment* __restrict__ segs, Op op, double* __res
   const Segment seg = segs[blockIdx.x];
   double acc[K];
 #pragma unroll
-  for (int k = 0; k < K; ++k) acc[k] = 0.0;
+  for (int k = 0; k < K; ++k) acc[k] = k < Op::kMaxSlots ? kMaxIdentity : 0.0;
   for (size_t i = seg.begin + threadIdx.x; i < seg.end; i += blockDim.x) op(i, acc);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
@@ -103,7 +108,7 @@ __global__ void segment_totals(const double* __restrict__ partials,
                                const uint32_t* __restrict__ first, TotalsOut out) {
   const uint32_t t = blockIdx.x, s0 = first[t], s1 = first[t + 1];
   for (int k = 0; k < K; ++k) {
-    double v = 0.0;
+    double v = k < kMaxSlots ? kMaxIdentity : 0.0;
     if (k < kMaxSlots) {
       for (uint32_t s = s0 + threadIdx.x; s < s1; s += blockDim.x)
         v = fmax(v, partials[static_cast<size_t>(s) * K + k]);
@@ -193,7 +198,8 @@ struct OnebitLambOp {
     v_fresh[i] = vf;
     const float denom = __fadd_rn(__fsqrt_rn(v[i]), eps);
     const float u_pre = __fdiv_rn(mi, denom);
-    const float ui = __fadd_rn(u_pre, __fmul_rn(wd, theta[i]));
+    // λ = 0 skips the add, as the CPU reference does (0·θ would turn a −0 into +0).
+    const float ui = wd > 0.0f ? __fadd_rn(u_pre, __fmul_rn(wd, theta[i])) : u_pre;
     u[i] = ui;
     const float ratio = __fdiv_rn(denom, __fadd_rn(__fsqrt_rn(vf), eps));
     acc[0] = fmax(acc[0], static_cast<double>(ratio));
@@ -295,8 +301,9 @@ void slamb_masked_sumsq(const float* w, const float* u, const float* r, const La
 }
 
 void onebit_lamb_terms(const float* theta, const float* m, const float* m_last, const float* v,
-                       float* v_fresh, float* u, const LayoutTable& layout, const OnebitLambArgs& a,
-                       double* d_terms, Workspace& ws, cudaStream_t stream) {
+                       float* v_fresh, float* u, const LayoutTable& layout,
+                       const kernels::OnebitLambArgs& a, double* d_terms, Workspace& ws,
+                       cudaStream_t stream) {
   const OnebitLambOp op{theta,          m,       m_last,         v,     v_fresh,       u, a.beta1,
                         1.0f - a.beta1, a.beta2, 1.0f - a.beta2, a.eps, a.weight_decay};
   run_segmented(layout, op, interleaved(d_terms, 3), ws, stream);

@@ -5,8 +5,8 @@
 // coefficient by a factor estimated from a locally refreshed variance v_fresh.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
+#include "clbo/kernels/lamb_factor.hpp"
 #include "clbo/kernels/norms.hpp"
 #include "clbo/kernels/onebit.hpp"
 #include "onebit_comm.hpp"
@@ -32,7 +32,8 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
         scaling_coeff_(layout_.num_tensors(), 1.0),
         onebit_(params_.comm_granularity, layout_, p, m_.size()),
         m_last_(n_, 0.0f),
-        u_(n_, 0.0f) {}
+        u_(n_, 0.0f),
+        terms_(kernels::kOnebitLambTerms * layout_.num_tensors(), 0.0) {}
 
   void set_momentum_mask(std::vector<float> mask) override {
     onebit_.set_mask(std::move(mask), n_);
@@ -111,38 +112,19 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
     onebit_.allreduce(comm, m_.data());
     for_each_tensor([&](size_t, size_t i, float sc) { m_[i] = m_[i] / sc; });
 
+    // The factor of algorithms.md §4, through the one CPU contract the GPU kernel is tested
+    // against (clbo/kernels/lamb_factor.hpp).
     const size_t k = layout_.num_tensors();
+    kernels::onebit_lamb_terms(theta, m_.data(), m_last_.data(), v_.data(), v_fresh_.data(),
+                               u_.data(), layout_, {beta1_, beta2_, eps_, weight_decay_},
+                               terms_.data());
+    kernels::onebit_lamb_factors(
+        terms_.data(), layout_,
+        {weight_decay_, params_.factor_min, params_.factor_max, params_.factor_threshold},
+        last_factor_.data());
     std::vector<float> coeff(k);
-    const float omb1 = 1.0f - beta1_, omb2 = 1.0f - beta2_;
-    for (size_t L = 0; L < k; ++L) {
-      const size_t begin = layout_[L].offset, end = begin + layout_[L].size;
-      double upre_sumsq = 0.0, u_sumsq = 0.0;
-      float max_ratio = -std::numeric_limits<float>::infinity();
-      for (size_t i = begin; i < end; ++i) {
-        const float ghat = (m_[i] - beta1_ * m_last_[i]) / omb1;  // reconstructed gradient
-        v_fresh_[i] = beta2_ * v_fresh_[i] + omb2 * ghat * ghat;
-        const float denom = std::sqrt(v_[i]) + eps_;
-        const float upre = m_[i] / denom;
-        const float u = weight_decay_ > 0.0f ? upre + weight_decay_ * theta[i] : upre;
-        u_[i] = u;
-        max_ratio = std::max(max_ratio, denom / (std::sqrt(v_fresh_[i]) + eps_));
-        upre_sumsq += static_cast<double>(upre) * static_cast<double>(upre);
-        u_sumsq += static_cast<double>(u) * static_cast<double>(u);
-      }
-      double factor = end > begin ? static_cast<double>(max_ratio) : 1.0;
-      if (weight_decay_ > 0.0f) {
-        const double rr =
-            u_sumsq > 0.0 ? std::min(1.0, std::sqrt(upre_sumsq) / std::sqrt(u_sumsq)) : 1.0;
-        factor = factor * rr + (1.0 - rr);
-      }
-      // DeepSpeed's order: the absolute clamp, then the per-step change clamp.
-      factor = std::min(factor, params_.factor_max);
-      factor = std::max(factor, params_.factor_min);
-      factor = std::min(factor, last_factor_[L] * (1.0 + params_.factor_threshold));
-      factor = std::max(factor, last_factor_[L] * (1.0 - params_.factor_threshold));
-      last_factor_[L] = factor;
-      coeff[L] = static_cast<float>(lamb_coeff_freeze_[L] * factor);
-    }
+    for (size_t L = 0; L < k; ++L)
+      coeff[L] = static_cast<float>(lamb_coeff_freeze_[L] * last_factor_[L]);
     kernels::scaled_update(theta, u_.data(), layout_, coeff.data(), lr_);
   }
 
@@ -163,6 +145,7 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
   bool has_scaling_ = false;
   OnebitComm onebit_;
   std::vector<float> m_last_, u_;  // workspace
+  std::vector<double> terms_;      // workspace: kOnebitLambTerms per tensor
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "clbo/cuda/optim.hpp"
 #include "clbo/kernels/adam.hpp"
+#include "clbo/kernels/lamb_factor.hpp"
 #include "clbo/kernels/norms.hpp"
 #include "cuda_test_util.hpp"
 
@@ -143,34 +144,52 @@ TEST(CudaOptim, TensorAndSlambMaskedSumsMatchReference) {
   for (size_t i = 0; i < 4 * T; ++i) EXPECT_TRUE(close(g4[i], s4[i], 1e-12)) << "slot " << i;
 }
 
-TEST(CudaOptim, OnebitLambTermsMatchReference) {
+// The fused 1-bit LAMB pass against the CPU contract (clbo/kernels/lamb_factor.hpp), with and
+// without weight decay (λ = 0 must leave u_pre's −0s alone), and the factors the host derives
+// from either set of terms.
+TEST(CudaOptim, OnebitLambTermsMatchTheCpuContract) {
   CLBO_REQUIRE_CUDA_DEVICE();
   const auto layout = awkward_layout();
   const LayoutTable table(layout);
   const size_t n = layout.total(), T = layout.num_tensors();
   Workspace ws;
-  const auto theta = random_floats(n, 51), m = random_floats(n, 52, 0.1f),
-             m_last = random_floats(n, 53, 0.1f), v = positive(n, 54);
-  auto vf = positive(n, 55);
-  const OnebitLambArgs a{0.9f, 0.999f, 1e-6f, 0.01f};
-  auto dt = to_device(theta), dm = to_device(m), dml = to_device(m_last), dv = to_device(v);
-  auto dvf = to_device(vf);
-  auto du = poisoned<float>(n);
-  auto dterms = poisoned<double>(3 * T);
-  cuda::onebit_lamb_terms(dt.data(), dm.data(), dml.data(), dv.data(), dvf.data(), du.data(), table,
-                          a, dterms.data(), ws);
-  sync();
-  std::vector<float> u(n);
-  std::vector<double> terms(3 * T);
-  ref::onebit_lamb_terms(theta.data(), m.data(), m_last.data(), v.data(), vf.data(), u.data(),
-                         layout, a, terms.data());
-  EXPECT_TRUE(bitwise_equal(du.download(), u));
-  EXPECT_TRUE(bitwise_equal(dvf.download(), vf));
-  const auto got = dterms.download();
-  for (size_t t = 0; t < T; ++t) {
-    EXPECT_EQ(got[3 * t], terms[3 * t]) << "max ratio of tensor " << t;  // max is exact
-    EXPECT_TRUE(close(got[3 * t + 1], terms[3 * t + 1], 1e-12)) << "tensor " << t;
-    EXPECT_TRUE(close(got[3 * t + 2], terms[3 * t + 2], 1e-12)) << "tensor " << t;
+  for (const float wd : {0.01f, 0.0f}) {
+    SCOPED_TRACE(wd);
+    const auto theta = random_floats(n, 51), m = random_floats(n, 52, 0.1f),
+               m_last = random_floats(n, 53, 0.1f), v = positive(n, 54);
+    auto vf = positive(n, 55);
+    const kernels::OnebitLambArgs a{0.9f, 0.999f, 1e-6f, wd};
+    auto dt = to_device(theta), dm = to_device(m), dml = to_device(m_last), dv = to_device(v);
+    auto dvf = to_device(vf);
+    auto du = poisoned<float>(n);
+    auto dterms = poisoned<double>(kernels::kOnebitLambTerms * T);
+    cuda::onebit_lamb_terms(dt.data(), dm.data(), dml.data(), dv.data(), dvf.data(), du.data(),
+                            table, a, dterms.data(), ws);
+    sync();
+    std::vector<float> u(n);
+    std::vector<double> terms(kernels::kOnebitLambTerms * T);
+    kernels::onebit_lamb_terms(theta.data(), m.data(), m_last.data(), v.data(), vf.data(), u.data(),
+                               layout, a, terms.data());
+    EXPECT_TRUE(bitwise_equal(du.download(), u));
+    EXPECT_TRUE(bitwise_equal(dvf.download(), vf));
+    const auto got = dterms.download();
+    for (size_t t = 0; t < T; ++t) {
+      EXPECT_EQ(got[3 * t], terms[3 * t]) << "max ratio of tensor " << t;  // max is exact
+      EXPECT_TRUE(close(got[3 * t + 1], terms[3 * t + 1], 1e-12)) << "tensor " << t;
+      EXPECT_TRUE(close(got[3 * t + 2], terms[3 * t + 2], 1e-12)) << "tensor " << t;
+    }
+    // The host turns either set of terms into the same factors: exactly without weight decay
+    // (only the max enters), within the sums' rounding with it.
+    const kernels::OnebitLambFactorArgs fa{wd, 0.5, 4.0, 0.1};
+    std::vector<double> f_gpu(T, 1.0), f_cpu(T, 1.0);
+    kernels::onebit_lamb_factors(got.data(), layout, fa, f_gpu.data());
+    kernels::onebit_lamb_factors(terms.data(), layout, fa, f_cpu.data());
+    for (size_t t = 0; t < T; ++t) {
+      if (wd == 0.0f)
+        EXPECT_EQ(f_gpu[t], f_cpu[t]) << "tensor " << t;
+      else
+        EXPECT_TRUE(close(f_gpu[t], f_cpu[t], 1e-12)) << "tensor " << t;
+    }
   }
 }
 

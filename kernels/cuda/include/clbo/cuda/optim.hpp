@@ -1,8 +1,9 @@
-// GPU versions of kernels/adam.hpp and kernels/norms.hpp, plus 1-bit LAMB's fused
-// compression-step direction. Element-wise results (θ, m, v, u) are bit-identical to
-// clbo::kernels::ref; per-tensor double sums are reduced per fixed-size segment and then in
-// segment order, so they are reproducible run to run and may differ from the CPU's sum in
-// the last bits only.
+// GPU versions of kernels/adam.hpp, kernels/norms.hpp and kernels/lamb_factor.hpp (1-bit
+// LAMB's fused compression-step pass). Element-wise results (θ, m, v, u, v_fresh) are
+// bit-identical to the CPU code (clbo::kernels::ref, and kernels::onebit_lamb_terms, which is
+// itself the scalar reference); per-tensor double sums are reduced per fixed-size segment
+// and then in segment order, so they are reproducible run to run and may differ from the
+// CPU's sum in the last bits only.
 //
 // Pointers are device pointers; per-tensor outputs (d_*) are device arrays. All functions
 // are asynchronous on `stream`.
@@ -15,6 +16,7 @@
 #include "clbo/core/layout.hpp"
 #include "clbo/cuda/runtime.hpp"
 #include "clbo/kernels/adam.hpp"
+#include "clbo/kernels/lamb_factor.hpp"
 
 namespace clbo::cuda {
 
@@ -73,35 +75,14 @@ void tensor_sumsq(const float* x, const LayoutTable& layout, double* d_out, Work
 void slamb_masked_sumsq(const float* w, const float* u, const float* r, const LayoutTable& layout,
                         double* d_out, Workspace& ws, cudaStream_t stream = nullptr);
 
-// 1-bit LAMB's compression step (algorithms.md §4) after the compressed allreduce, fused
-// into one pass. Per element, in fp32, in this order:
-//   ĝ = (m − β1·m_last) / (1 − β1)
-//   v_fresh = β2·v_fresh + (1 − β2)·ĝ·ĝ
-//   denom = sqrt(v) + eps                      (v is frozen)
-//   u_pre = m / denom;  u = u_pre + λ·θ        (u is written)
-//   ratio = denom / (sqrt(v_fresh) + eps)
-// and per tensor t: terms[3t+0] = max ratio, terms[3t+1] = Σ u_pre², terms[3t+2] = Σ u²
-// (doubles). onebit_lamb_factor turns these into the tensor's clamped factor.
-struct OnebitLambArgs {
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.f;
-};
+// kernels::onebit_lamb_terms (clbo/kernels/lamb_factor.hpp, 1-bit LAMB's compression step
+// after the compressed allreduce) fused into one pass: writes u and v_fresh, and per tensor t
+// d_terms[3t..3t+2] = max ratio, Σu_pre², Σu². The max is exact; NaN ratios are skipped and
+// an empty tensor gets −inf, as on the CPU. Copy the terms to the host and turn them into
+// factors with kernels::onebit_lamb_factors, the same code the CPU optimizer runs.
 void onebit_lamb_terms(const float* theta, const float* m, const float* m_last, const float* v,
-                       float* v_fresh, float* u, const LayoutTable& layout, const OnebitLambArgs& a,
-                       double* d_terms, Workspace& ws, cudaStream_t stream = nullptr);
-
-// The per-tensor factor of §4 from one tensor's terms (host, scalar):
-//   factor = max ratio; if λ > 0: rr = min(1, sqrt(Σu_pre²)/sqrt(Σu²)), factor = factor·rr + (1 −
-//   rr); factor = clamp(factor, factor_min, factor_max); factor = clamp(factor, last·(1 −
-//   threshold), last·(1 + threshold)).
-// rr is 1 when Σu² is 0. Computed in double, returned as float.
-float onebit_lamb_factor(const double* terms, float weight_decay, float last_factor,
-                         float factor_min, float factor_max, float factor_threshold);
-
-namespace ref {
-// Scalar CPU reference of onebit_lamb_terms (element order, one running sum per quantity).
-void onebit_lamb_terms(const float* theta, const float* m, const float* m_last, const float* v,
-                       float* v_fresh, float* u, const ParamLayout& layout, const OnebitLambArgs& a,
-                       double* terms);
-}  // namespace ref
+                       float* v_fresh, float* u, const LayoutTable& layout,
+                       const kernels::OnebitLambArgs& a, double* d_terms, Workspace& ws,
+                       cudaStream_t stream = nullptr);
 
 }  // namespace clbo::cuda
