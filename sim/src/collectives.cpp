@@ -71,7 +71,7 @@ std::vector<Round> onto_hosts(std::vector<Round> rounds, int p, int g) {
 
 Segment make_segment(std::string label, int call, std::vector<Round> rounds, double hop_intra,
                      double hop_net, double base, double wire, const ExpandOptions& o,
-                     int target = 0) {
+                     int target = 0, bool pipeline = false) {
   Segment s;
   s.label = std::move(label);
   s.call = call;
@@ -84,9 +84,13 @@ Segment make_segment(std::string label, int call, std::vector<Round> rounds, dou
     uint64_t biggest = 0;
     for (const Round& r : s.rounds)
       for (const Xfer& x : r) biggest = std::max(biggest, x.bytes);
-    merge_rounds(s.rounds, target > 0        ? target
-                           : biggest < 65536 ? o.small_target_rounds
-                                             : o.target_rounds);
+    const int rounds = target > 0        ? target
+                       : biggest < 65536 ? o.small_target_rounds
+                                         : o.target_rounds;
+    if (pipeline && o.tree_merge_fill)
+      merge_pipeline_rounds(s.rounds, rounds);
+    else
+      merge_rounds(s.rounds, rounds);
   }
   return s;
 }
@@ -113,9 +117,12 @@ Segment nccl_alltoall(const ClusterSpec& c, int p, uint64_t bytes_per_pair,
                       const std::string& label, int call, const ExpandOptions& o) {
   // NCCL runs all-to-all as grouped send/recv with the Simple protocol.
   const Proto pr = Proto::kSimple;
-  return make_segment(fmt::format("{} (all-to-all)", label), call,
-                      alltoall_rounds(p, bytes_per_pair), nccl_hop_s(c, Algo::kRing, pr, false),
-                      nccl_hop_s(c, Algo::kRing, pr, true), nccl_base_s(Algo::kRing, pr), 1.0, o);
+  Segment s =
+      make_segment(fmt::format("{} (all-to-all)", label), call, alltoall_rounds(p, bytes_per_pair),
+                   nccl_hop_s(c, Algo::kRing, pr, false), nccl_hop_s(c, Algo::kRing, pr, true),
+                   nccl_base_s(Algo::kRing, pr), 1.0, o);
+  s.alltoall = true;
+  return s;
 }
 
 std::vector<Segment> nccl_allreduce(const CommCall& call, int idx, const ClusterSpec& c, int p,
@@ -144,12 +151,13 @@ std::vector<Segment> nccl_allreduce(const CommCall& call, int idx, const Cluster
   }
   const Algo hops = ch.algo == Algo::kTree ? Algo::kTree : Algo::kRing;
   std::vector<Segment> out;
-  out.push_back(make_segment(
-      fmt::format("allreduce {} {} ({}/{})", call.what, to_string(call.dtype), to_string(ch.algo),
-                  to_string(ch.proto)),
-      idx, std::move(rounds), nccl_hop_s(c, hops, ch.proto, false),
-      nccl_hop_s(c, hops, ch.proto, true), nccl_base_s(hops, ch.proto),
-      1 / proto_efficiency(ch.proto), o, ch.algo == Algo::kTree ? o.tree_target_rounds : 0));
+  out.push_back(
+      make_segment(fmt::format("allreduce {} {} ({}/{})", call.what, to_string(call.dtype),
+                               to_string(ch.algo), to_string(ch.proto)),
+                   idx, std::move(rounds), nccl_hop_s(c, hops, ch.proto, false),
+                   nccl_hop_s(c, hops, ch.proto, true), nccl_base_s(hops, ch.proto),
+                   1 / proto_efficiency(ch.proto), o,
+                   ch.algo == Algo::kTree ? o.tree_target_rounds : 0, ch.algo == Algo::kTree));
   out.back().analytic_bytes = chain_bytes;
   out.back().pipelined = ch.algo == Algo::kTree;
   return out;
@@ -201,6 +209,7 @@ std::vector<Segment> onebit_mpi(const CommCall& call, int idx, const ClusterSpec
                               km.worker_compress_s(n), true));
   if (!o.mpi_cuda_aware) s.push_back(stage("worker signs device→host", n / 8 + 4, true));
   s.push_back(mpi("phase 1: gather of sign pieces to their servers", alltoall_rounds(p, piece)));
+  s.back().alltoall = true;
   s.push_back(mpi("phase 1: allgather of worker scales", ring_allgather_rounds(p, 4)));
   if (!o.mpi_cuda_aware) s.push_back(stage("gathered pieces host→device", n / 8, false));
   s.push_back(compute_segment("server average + re-compress", idx, km.server_s(n, p), true));

@@ -3,10 +3,11 @@
 // Lowering (per program, in the child): endpoints become hosts; in fast mode the
 // inter-node transfers of a round between the same two nodes become one flow between the
 // nodes' aggregation hosts; transfers between ranks that share an endpoint (MPI ranks on
-// one CPU) are local copies; rounds with too many flows are split into windows of whole
-// shifts. Each transfer's latency is the route's physical latency (SimGrid pays it) plus
-// the segment's per-hop software latency and, for merged steps, the (k−1) route latencies
-// the merge dropped, slept by the sender before it posts the message.
+// one CPU) are local copies; a node-level all-to-all carries several shifts per flow
+// (merge_shifts), and an all-to-all between GPU endpoints with too many flows runs in
+// windows of whole shifts. Each transfer's latency is the route's physical latency
+// (SimGrid pays it) plus the segment's per-hop software latency and, for merged steps, the
+// (k−1) route latencies the merge dropped, slept by the sender before it posts the message.
 //
 // Execution: one actor per endpoint. For each round an actor posts its receives, then its
 // sends (each after its own latency), and waits for all of them: the next round starts when
@@ -163,6 +164,114 @@ class Runner {
   int agg_of(int node) const { return pf_.p + pf_.nodes + node; }
   int gpu_head(int node) const { return node * pf_.gpus_per_node; }
 
+  struct Flow {
+    Xfer x;            // endpoints, wire bytes, steps
+    uint64_t payload;  // counted bytes
+    bool agg;
+  };
+  static uint64_t flow_key(int shift, int src, int dst) {
+    return static_cast<uint64_t>(shift) << 42 | static_cast<uint64_t>(src) << 21 |
+           static_cast<uint64_t>(dst);
+  }
+  static int key_shift(uint64_t key) { return static_cast<int>(key >> 42); }
+
+  // Combines a round's messages between the same endpoints (and, in fast mode, between the
+  // same two nodes) into one flow each, in a deterministic order: by node shift, then
+  // source, then destination. Local copies are counted here and dropped.
+  std::vector<std::pair<uint64_t, Flow>> combine(const Round& round, bool aggregate) {
+    if (pf_.p + 2 * pf_.nodes >= (1 << 21)) throw Error("simulator: too many endpoints");
+    std::unordered_map<uint64_t, size_t> slot;
+    std::vector<std::pair<uint64_t, Flow>> flows;
+    for (const Xfer& x : round) {
+      if (x.src == x.dst) {
+        ++local_;
+        if (!current_staging_ && x.counted) traffic_ += x.bytes;
+        continue;
+      }
+      int s = x.src, d = x.dst;
+      const int ns = pf_.node_of(s), nd = pf_.node_of(d);
+      bool agg = false;
+      if (aggregate && s < pf_.p && d < pf_.p && ns != nd) {
+        s = agg_of(ns);
+        d = agg_of(nd);
+        agg = true;
+      }
+      const int shift = ((nd - ns) % pf_.nodes + pf_.nodes) % pf_.nodes;
+      const uint64_t key = flow_key(shift, s, d);
+      auto [it, fresh] = slot.try_emplace(key, flows.size());
+      if (fresh) flows.push_back({key, Flow{Xfer{s, d, 0, 0}, 0, agg}});
+      Flow& f = flows[it->second].second;
+      f.x.bytes += x.bytes;
+      f.payload += x.counted ? x.bytes : 0;
+      f.x.steps = std::max(f.x.steps, x.steps);
+    }
+    std::sort(flows.begin(), flows.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    return flows;
+  }
+
+  // An all-to-all between per-node endpoints (aggregation hosts, node CPUs) has N−1 flows
+  // per node, all at once: SimGrid re-solves the whole set of flows sharing NICs at every
+  // start and end, so the cost grows as flows². Here shifts (node i → i + s) are taken k at
+  // a time and each node's messages of a group travel as one flow to the group's first
+  // shift, so no more than max_flows_per_round network flows remain. Every NIC still carries
+  // the same bytes in each direction, all at once; where NICs are the only shared links
+  // (single switch) a fair-shared all-to-all ends when the busiest NIC has moved its bytes,
+  // the same for both forms. Only shifts that leave the source's leaf switch for every
+  // source (L ≤ s ≤ N−L, L nodes per leaf) are merged, so the bytes crossing the uplinks stay
+  // those of the original. tests/sim/test_executor.cpp compares both forms.
+  void merge_shifts(std::vector<std::pair<uint64_t, Flow>>& flows) const {
+    auto network = [&](const Flow& f) {
+      return f.x.src >= pf_.p && f.x.dst >= pf_.p && pf_.node_of(f.x.src) != pf_.node_of(f.x.dst);
+    };
+    const int leaf = std::max(1, pf_.nodes_per_leaf);
+    auto mergeable = [&](int shift) { return shift >= leaf && shift <= pf_.nodes - leaf; };
+    std::vector<int> shifts;  // distinct mergeable shifts of network flows, ascending
+    size_t merge_count = 0, keep_count = 0;
+    for (const auto& [key, f] : flows) {
+      if (!network(f)) continue;
+      const int shift = key_shift(key);
+      if (!mergeable(shift)) {
+        ++keep_count;
+        continue;
+      }
+      ++merge_count;
+      if (shifts.empty() || shifts.back() != shift) shifts.push_back(shift);
+    }
+    const size_t cap = static_cast<size_t>(std::max(1, opt_.max_flows_per_round));
+    if (merge_count + keep_count <= cap || shifts.size() < 2) return;
+    const size_t budget = std::max(cap > keep_count ? cap - keep_count : 0,
+                                   merge_count / shifts.size());  // at least one group
+    const size_t k = (merge_count + budget - 1) / budget;
+    if (k < 2) return;
+    std::unordered_map<int, int> group_shift;  // shift → first shift of its group
+    for (size_t i = 0; i < shifts.size(); ++i) group_shift[shifts[i]] = shifts[i - i % k];
+    std::unordered_map<uint64_t, size_t> slot;
+    std::vector<std::pair<uint64_t, Flow>> out;
+    for (auto& [key, f] : flows) {
+      uint64_t k2 = key;
+      Flow g = f;
+      if (network(f) && mergeable(key_shift(key))) {
+        const int shift = group_shift.at(key_shift(key));
+        const int src_node = pf_.node_of(f.x.src), dst_node = pf_.node_of(f.x.dst);
+        g.x.dst = f.x.dst - dst_node + (src_node + shift) % pf_.nodes;  // same kind of endpoint
+        k2 = flow_key(shift, g.x.src, g.x.dst);
+      }
+      auto [it, fresh] = slot.try_emplace(k2, out.size());
+      if (fresh) {
+        out.push_back({k2, g});
+      } else {
+        Flow& m = out[it->second].second;
+        m.x.bytes += g.x.bytes;
+        m.payload += g.payload;
+        m.x.steps = std::max(m.x.steps, g.x.steps);
+      }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    flows = std::move(out);
+  }
+
   void lower(const Program& prog) {
     rounds_.clear();
     traffic_ = staging_ = transfers_ = local_ = 0;
@@ -181,36 +290,13 @@ class Runner {
         continue;
       }
       const size_t first_round = rounds_.size();
+      current_staging_ = seg.staging;
       std::set<std::pair<int, int>> streaming;  // pipelined: edges whose latency was paid
       for (const Round& round : seg.rounds) {
         // Combine messages between the same endpoints (and, in fast mode, between the same
         // two nodes) into one flow; keep a deterministic order (by node shift, then source).
-        struct Flow {
-          Xfer x;            // endpoints, wire bytes, steps
-          uint64_t payload;  // counted bytes
-          bool agg;
-        };
-        std::map<std::tuple<int, int, int>, Flow> flows;  // (shift, src, dst)
-        for (const Xfer& x : round) {
-          if (x.src == x.dst) {
-            ++local_;
-            if (!seg.staging && x.counted) traffic_ += x.bytes;
-            continue;
-          }
-          int s = x.src, d = x.dst;
-          const int ns = pf_.node_of(s), nd = pf_.node_of(d);
-          bool agg = false;
-          if (aggregate && s < pf_.p && d < pf_.p && ns != nd) {
-            s = agg_of(ns);
-            d = agg_of(nd);
-            agg = true;
-          }
-          const int shift = ((nd - ns) % pf_.nodes + pf_.nodes) % pf_.nodes;
-          auto [it, fresh] = flows.try_emplace({shift, s, d}, Flow{Xfer{s, d, 0, 0}, 0, agg});
-          it->second.x.bytes += x.bytes;
-          it->second.payload += x.counted ? x.bytes : 0;
-          it->second.x.steps = std::max(it->second.x.steps, x.steps);
-        }
+        std::vector<std::pair<uint64_t, Flow>> flows = combine(round, aggregate);
+        if (seg.alltoall) merge_shifts(flows);
         LRound cur;
         bool later_window = false;
         auto flush = [&] {
@@ -220,9 +306,20 @@ class Runner {
           rounds_.push_back(std::move(cur));
           cur = LRound{};
         };
+        int network_in_window = 0;
         for (auto& [key, val] : flows) {
           const Xfer& x = val.x;
           const bool network = pf_.node_of(x.src) != pf_.node_of(x.dst);
+          // An all-to-all still holding more network flows than the cap (per-GPU endpoints:
+          // exact mode, XML platforms) runs in windows of consecutive shifts, each loading
+          // every NIC alike. Intra-node copies form small per-node groups in SimGrid's
+          // solver and never need windows. Other rounds are never split: a window would
+          // serialise a ring's or a tree's messages.
+          if (seg.alltoall && network && network_in_window >= opt_.max_flows_per_round) {
+            flush();
+            network_in_window = 0;
+          }
+          network_in_window += network ? 1 : 0;
           // A library posts all of a round's messages at once, so their software latencies
           // overlap: windows after the first (an artifact of the flow cap) do not pay it again.
           // In a pipeline only the first chunk through an edge waits for its latency; the
@@ -246,7 +343,6 @@ class Runner {
                    std::max(0.0, seg.pipelined ? hop + extra
                                                : x.steps * hop + (x.steps - 1) * physical + extra),
                    box(x.src, x.dst)};
-          if (static_cast<int>(cur.xfers.size()) >= opt_.max_flows_per_round) flush();
           cur.uses_agg |= val.agg;
           cur.xfers.push_back(lx);
         }
@@ -306,6 +402,7 @@ class Runner {
   std::unordered_map<uint64_t, sg4::Mailbox*> boxes_;
   std::vector<double> seg_start_, seg_end_;
   double t0_ = 0, end_ = 0;
+  bool current_staging_ = false;
   uint64_t traffic_ = 0, staging_ = 0, transfers_ = 0, local_ = 0;
 };
 

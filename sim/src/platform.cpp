@@ -200,9 +200,11 @@ Platform build_platform(sg4::Engine& e, const ClusterSpec& c, int p) {
       build_star(c, pf);
       break;
     case TopologyKind::kTwoLevel:
+      pf.nodes_per_leaf = c.nodes_per_leaf;
       build_two_level(c, pf);
       break;
     case TopologyKind::kFatTree:
+      pf.nodes_per_leaf = std::min(c.nodes_per_leaf, pf.nodes);
       build_fat_tree(c, pf);
       break;
   }

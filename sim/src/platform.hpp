@@ -14,6 +14,8 @@ struct Platform {
   // CPU and aggregation hosts are null on XML platforms.
   std::vector<simgrid::s4u::Host*> hosts;
   bool built = true;  // false for a user's XML platform
+  // Nodes under one leaf switch (1 on a single switch: only the NICs are shared).
+  int nodes_per_leaf = 1;
   int node_of(int endpoint) const {
     if (endpoint < p) return endpoint / gpus_per_node;
     return (endpoint - p) % nodes;

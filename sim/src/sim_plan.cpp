@@ -1,6 +1,8 @@
 #include "clbo/sim/sim_plan.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace clbo::sim {
 
@@ -57,6 +59,31 @@ void merge_rounds(std::vector<Round>& rounds, int target_rounds) {
     }
     out.push_back(std::move(merged));
     i = j;
+  }
+  rounds = std::move(out);
+}
+
+void merge_pipeline_rounds(std::vector<Round>& rounds, int target_rounds) {
+  if (target_rounds < 1 || static_cast<int>(rounds.size()) <= target_rounds) return;
+  const size_t k =
+      (rounds.size() + static_cast<size_t>(target_rounds) - 1) / static_cast<size_t>(target_rounds);
+  std::vector<Round> out;
+  for (size_t i = 0; i < rounds.size(); i += k) {
+    // One transfer per (src, dst, counted) in order of first appearance, so the lowering
+    // (and with it the simulated result) stays deterministic.
+    Round merged;
+    std::map<std::tuple<int, int, bool>, size_t> slot;
+    for (size_t j = i; j < std::min(rounds.size(), i + k); ++j)
+      for (const Xfer& x : rounds[j]) {
+        auto [it, fresh] = slot.try_emplace({x.src, x.dst, x.counted}, merged.size());
+        if (fresh) {
+          merged.push_back(x);
+        } else {
+          merged[it->second].bytes += x.bytes;
+          merged[it->second].steps += x.steps;
+        }
+      }
+    out.push_back(std::move(merged));
   }
   rounds = std::move(out);
 }

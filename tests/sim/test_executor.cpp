@@ -206,3 +206,63 @@ TEST_F(XmlPlatform, ABrokenPlatformIsRestatedAsAnError) {
     EXPECT_NE(std::string(e.what()).find(xml_), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+ProgramResult run_capped(const ClusterSpec& c, int p, const Program& prog, int cap) {
+  SessionOptions s;
+  s.max_flows_per_round = cap;
+  return simulate_programs(c, p, {prog}, s).at(0);
+}
+
+}  // namespace
+
+TEST(Executor, MergedPipelineFillMatchesTheSamePatternMerge) {
+  // Fast mode merges the tree's fill and drain rounds with its steady state
+  // (merge_pipeline_rounds); the previous path merged only rounds of one pattern. Both on
+  // the oversubscribed InfiniBand preset and on the TCP preset with crosstraffic, for a
+  // bandwidth-bound gradient and SLAMB's smaller compacted buffer.
+  for (const char* preset : {"paper-ib-v100", "paper-eth-v100"}) {
+    const ClusterSpec c = resolve_cluster(preset, "test", "cluster");
+    const int p = 128;
+    for (size_t count : {size_t{340'000'000}, size_t{34'000'000}}) {
+      const CommCall call{CollKind::kAllreduce, count, DType::kF16, "grad"};
+      ExpandOptions now = exact_opts(Algo::kTree);
+      now.exact = false;
+      ExpandOptions before = now;
+      before.tree_merge_fill = false;
+      before.tree_target_rounds = 12;
+      const ProgramResult a = run1(c, p, program(c, p, call, before), true);
+      const ProgramResult b = run1(c, p, program(c, p, call, now), true);
+      EXPECT_NEAR(test::rel(b.time_s, a.time_s), 0, 0.02) << preset << " " << count;
+      EXPECT_EQ(b.traffic_bytes, a.traffic_bytes);
+      EXPECT_LT(b.transfers * 3, a.transfers);
+    }
+  }
+}
+
+TEST(Executor, MergedShiftsMatchTheConcurrentAlltoall) {
+  // A node-level all-to-all with more network flows than the cap carries k shifts per flow
+  // (executor.cpp, merge_shifts). On a single switch with TCP crosstraffic and on the
+  // oversubscribed two-level tree it ends when the all-at-once exchange does.
+  for (const char* preset : {"paper-eth-v100", "paper-ib-v100"}) {
+    const ClusterSpec c = resolve_cluster(preset, "test", "cluster");
+    const int p = 256;  // 64 and 32 nodes
+    ExpandOptions o;
+    const CommCall a2a{CollKind::kAlltoall, 40'000, DType::kF32, "x"};
+    const Program prog = program(c, p, a2a, o);
+    const ProgramResult all_at_once = run_capped(c, p, prog, 1 << 30);
+    const ProgramResult merged = run_capped(c, p, prog, 128);
+    EXPECT_NEAR(test::rel(merged.time_s, all_at_once.time_s), 0, 0.005) << preset;
+    EXPECT_EQ(merged.traffic_bytes, all_at_once.traffic_bytes);
+    EXPECT_LT(merged.transfers, all_at_once.transfers);
+  }
+}
+
+TEST(Executor, RingRoundsAreNeverSplitIntoWindows) {
+  // The flow cap concerns all-to-alls only: windows would serialise a ring step.
+  const ClusterSpec c = test::small_cluster(8, 4);
+  ExpandOptions o;
+  const Program prog = program(c, 32, CommCall{CollKind::kAllgather, 4, DType::kF32, "s"}, o);
+  EXPECT_DOUBLE_EQ(run_capped(c, 32, prog, 16).time_s, run_capped(c, 32, prog, 1024).time_s);
+}

@@ -39,9 +39,10 @@ struct ExpandOptions {
   bool exact = false;             // no merged rounds (the --exact cross-check mode)
   int target_rounds = 48;         // merged rounds kept per bandwidth-bound segment
   int small_target_rounds = 2;    // ... per latency-bound segment (< 64 KiB per transfer)
-  int tree_target_rounds = 12;    // ... for the tree's steady state (its flows all interact)
+  int tree_target_rounds = 8;     // ... for the tree, fill and drain included
   int tree_chunks = 16;           // minimum pipeline chunks per tree (each carries half)
   bool tree_chains = false;       // simulate the intra-node chains even in fast mode
+  bool tree_merge_fill = true;    // false: merge only same-pattern tree rounds (old path)
   size_t param_count = 0;         // the model's n (SLAMB's compaction kernel reads all of it)
 };
 

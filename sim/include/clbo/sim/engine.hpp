@@ -19,12 +19,13 @@ namespace clbo::sim {
 
 struct SessionOptions {
   // Fast mode: one flow per node pair carries a round's inter-node transfers between two
-  // nodes (tests/sim/test_aggregation.cpp shows it matches per-rank flows).
+  // nodes (tests/sim/test_executor.cpp shows it matches per-rank flows).
   bool aggregate = true;
-  // Rounds with more concurrent flows are split into windows of consecutive shifts, so no
-  // more than this many flows are in flight: every flow of a window shares NICs with the
-  // others, and SimGrid re-solves that whole set each time one ends (cost ∝ window²). A
-  // window balances every NIC, so the split costs only the physical latency per window.
+  // Most concurrent network flows of an all-to-all round. Every flow of such a round shares
+  // NICs with the others, and SimGrid re-solves that whole set each time one starts or
+  // ends (cost ∝ flows²). Between per-node endpoints the executor merges shifts until the
+  // round fits (exact on a single switch and for the bytes crossing an oversubscribed
+  // level); otherwise (per-GPU endpoints) the round runs in windows of consecutive shifts.
   int max_flows_per_round = 1024;
 };
 

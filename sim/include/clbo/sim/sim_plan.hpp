@@ -51,6 +51,9 @@ struct Segment {
   // Pipelined algorithms (NCCL's tree) keep several chunks in flight, so a merged transfer
   // pays one hop latency, not one per merged chunk (NCCL's model: 2·height·hop in all).
   bool pipelined = false;
+  // Every pair exchanges at once (all-to-all): the executor may carry a node's inter-node
+  // messages to several peer nodes as one flow per group of shifts (see executor.cpp).
+  bool alltoall = false;
   uint64_t payload_bytes() const;
   size_t num_transfers() const;
 };
@@ -67,8 +70,17 @@ std::vector<Round> rounds_from_plan(const CommPlan& plan);
 
 // Merges runs of consecutive rounds with the same (src, dst) pattern, k rounds at a time,
 // so a segment keeps about `target_rounds` rounds. Bytes add up; steps count the merged
-// rounds. Exact on uncontended routes (tests/sim/test_lowering.cpp).
+// rounds. Exact on uncontended routes (tests/sim/test_executor.cpp).
 void merge_rounds(std::vector<Round>& rounds, int target_rounds);
+
+// Merges every k consecutive rounds of a pipeline into one, whatever their patterns, so
+// about `target_rounds` remain: each edge carries the chunks it moved in those k rounds.
+// Pipeline fill and drain then cost a share of one merged round each instead of 2·height
+// small rounds; a merged round lasts as long as its busiest edge (k chunks in the steady
+// state and at the ends), so the total stays the fine pipeline's (C + fill) chunk times.
+// For pipelined segments only (NCCL's tree); tests/sim/test_executor.cpp compares it with
+// merge_rounds().
+void merge_pipeline_rounds(std::vector<Round>& rounds, int target_rounds);
 
 // Payload bytes each endpoint sends (GPU endpoints first). For tests and byte accounting.
 std::vector<uint64_t> bytes_sent_by_endpoint(const Segment& s, int num_endpoints);
