@@ -2,17 +2,22 @@
 // or nccl backend; runs the clbo_bench_collectives binary built beside clbo
 // (bench/collectives/).
 // `clbo bench kernels`: runs the Google Benchmark binaries built beside clbo
-// (bench_kernels_cpu, bench_kernels_cuda), forwarding the arguments it does not know.
+// (bench_kernels_cpu, bench_kernels_cuda), forwarding the arguments it does not know; with
+// -o DIR it writes DIR/kernels-cpu.json (kernels-cuda.json), Google Benchmark's JSON inside a
+// clbo.bench.kernels/1 envelope (results/SCHEMA.md).
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/core/results.hpp"
 #include "cli.hpp"
 
 extern char** environ;
@@ -23,7 +28,7 @@ namespace fs = std::filesystem;
 
 struct KernelBenchOptions {
   bool cpu_only = false, cuda_only = false;
-  std::string out_dir;  // one Google Benchmark JSON per binary when set
+  std::string out_dir;  // one clbo.bench.kernels/1 JSON per binary when set
   std::vector<std::string> extra;
 };
 
@@ -65,6 +70,13 @@ int exec_collectives(const std::vector<std::string>& args) {
   throw clbo::Error("clbo bench collectives: cannot run " + bin.string());
 }
 
+// bench_kernels_cpu -> kernels-cpu.json: the name results/bench/ and plots/ use.
+std::string result_file_name(std::string binary) {
+  if (binary.rfind("bench_", 0) == 0) binary.erase(0, 6);
+  std::replace(binary.begin(), binary.end(), '_', '-');
+  return binary + ".json";
+}
+
 int run_kernel_benchmarks(const KernelBenchOptions& o) {
   std::vector<std::string> names;
   if (!o.cuda_only) names.push_back("bench_kernels_cpu");
@@ -81,13 +93,41 @@ int run_kernel_benchmarks(const KernelBenchOptions& o) {
       continue;
     }
     any = true;
-    std::vector<std::string> args = o.extra;
-    if (!o.out_dir.empty()) {
-      fs::create_directories(o.out_dir);
-      args.push_back("--benchmark_out=" + (fs::path(o.out_dir) / (name + ".json")).string());
-      args.push_back("--benchmark_out_format=json");
+    if (o.out_dir.empty()) {
+      worst = std::max(worst, run_binary(bin, o.extra));
+      continue;
     }
-    worst = std::max(worst, run_binary(bin, args));
+    // Google Benchmark writes its raw JSON to a temporary; clbo then writes the enveloped
+    // result atomically, so DIR never holds a half-written or envelope-less file.
+    const fs::path target = fs::path(o.out_dir) / result_file_name(name);
+    const fs::path raw = fs::path(clbo::prepare_atomic_temp(target.string() + ".raw"));
+    std::vector<std::string> args = o.extra;
+    args.push_back("--benchmark_out=" + raw.string());
+    args.push_back("--benchmark_out_format=json");
+    const int rc = run_binary(bin, args);
+    worst = std::max(worst, rc);
+    std::error_code ec;
+    if (rc != 0 || !fs::exists(raw, ec)) {
+      fs::remove(raw, ec);
+      std::cerr << "clbo bench kernels: " << name << " failed (exit " << rc << "); "
+                << target.string() << " not written" << std::endl;
+      continue;
+    }
+    nlohmann::json raw_json;
+    try {
+      raw_json = clbo::load_json_file(raw.string());
+    } catch (...) {
+      fs::remove(raw, ec);
+      throw;
+    }
+    fs::remove(raw, ec);
+    const nlohmann::json result = {{"schema", "clbo.bench.kernels/1"},
+                                   {"environment", clbo::environment_json()},
+                                   {"config", {{"binary", name}, {"args", o.extra}}},
+                                   {"measured", true},
+                                   {"benchmark", raw_json}};
+    clbo::write_json_atomic(target.string(), result);
+    std::cout << "wrote " << target.string() << std::endl;
   }
   if (!any)
     throw clbo::InputError("clbo bench kernels", "binaries", dir.string(),
@@ -121,7 +161,8 @@ clbo::cli::Registrar reg(
           "them, e.g. --benchmark_filter=Compress");
       kern->add_flag("--cpu", kopt->cpu_only, "CPU kernels only");
       kern->add_flag("--cuda", kopt->cuda_only, "CUDA kernels only");
-      kern->add_option("-o,--out", kopt->out_dir, "Folder for one JSON file per binary");
+      kern->add_option("-o,--out", kopt->out_dir,
+                       "Folder for one JSON file per binary (schema clbo.bench.kernels/1)");
       kern->allow_extras();
       kern->prefix_command();  // everything it does not know passes on to the binaries
       kern->callback([action, kopt, kern] {

@@ -218,7 +218,7 @@ json result_json(const std::vector<RunResult>& runs,
     results.push_back(entry);
     timing[r.type + "_wall_s"] = r.wall_s;
   }
-  return {{"schema", "clbo.demo.v1"},
+  return {{"schema", "clbo.demo/1"},
           {"config", cfg},
           {"environment", environment_json()},
           {"results", results},

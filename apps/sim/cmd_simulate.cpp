@@ -16,7 +16,7 @@ namespace {
 
 struct Args {
   std::string experiment, output;
-  bool quiet = false;
+  bool quiet = false, check = false;
 };
 
 void progress_bar(int done, int total, const std::string& label) {
@@ -42,6 +42,11 @@ int run(const Args& a) {
   } else {
     spec = clbo::load_json_file(file);
   }
+  if (a.check) {
+    clbo::sim::validate_experiment(spec, file);
+    std::cout << file << ": ok" << std::endl;
+    return 0;
+  }
   if (out.empty()) out = clbo::sim::default_results_path(file);
   clbo::sim::SimulateOptions opt;
   if (!a.quiet) opt.progress = progress_bar;
@@ -64,6 +69,9 @@ clbo::cli::Registrar reg("simulate",
                                           "results file (default: results/<path under "
                                           "experiments/>)");
                            sub.add_flag("-q,--quiet", args->quiet, "no progress output");
+                           sub.add_flag("--check", args->check,
+                                        "only validate the experiment (every field, presets, "
+                                        "referenced files); simulate nothing, write nothing");
                            return [args] { return run(*args); };
                          });
 

@@ -19,7 +19,7 @@ struct TrainArgs {
   std::vector<std::string> inputs;
   std::string out, data_dir;
   int threads = 2;
-  bool summary = false, quiet = false;
+  bool summary = false, quiet = false, check = false;
 };
 
 int run_summary(const TrainArgs& a) {
@@ -53,6 +53,10 @@ int run_train(const TrainArgs& a) {
   clbo::train::ExperimentSpec spec = clbo::train::load_experiment(path);
   if (!a.data_dir.empty()) spec.data_dir = a.data_dir;
   const clbo::train::FashionMnist data = clbo::train::load_fashion_mnist(spec.data_dir);
+  if (a.check) {  // the data loaded and checked too: a missing dataset fails here, not later
+    std::cout << path << ": ok (data: " << spec.data_dir << ")" << std::endl;
+    return 0;
+  }
   clbo::train::TrainOptions opts;
   opts.threads = a.threads;
   if (!a.quiet) opts.progress = [](const std::string& m) { clbo::cli::progress(m); };
@@ -97,6 +101,9 @@ clbo::cli::Registrar reg(
       sub.add_flag("--summary", a->summary,
                    "tabulate result files as Markdown instead of training");
       sub.add_flag("-q,--quiet", a->quiet, "no progress lines");
+      sub.add_flag("--check", a->check,
+                   "only validate the experiment and load the data; train nothing, write "
+                   "nothing");
       return [a] { return a->summary ? run_summary(*a) : run_train(*a); };
     });
 

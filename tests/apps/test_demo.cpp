@@ -30,6 +30,7 @@ class DemoCli : public clbo::test::CliTest {
 TEST_F(DemoCli, RunsEveryOptimizerAndReportsMeasuredNumbers) {
   const json j = run_demo("demo.json");
   ASSERT_EQ(j["results"].size(), 6u);
+  EXPECT_EQ(j["schema"], "clbo.demo/1");  // results/SCHEMA.md
   EXPECT_EQ(j["config"]["ranks"], 3);
   EXPECT_EQ(j["config"]["steps"], 24);
   EXPECT_TRUE(j.contains("environment"));

@@ -134,3 +134,19 @@ TEST(Workload, KernelTimesCanComeFromClboBenchKernels) {
       load_kernel_bench(k, nlohmann::json{{"benchmarks", nlohmann::json::array()}}, "k.json"),
       InputError);
 }
+
+TEST(Workload, KernelTimesReadTheClboBenchKernelsEnvelope) {
+  // `clbo bench kernels -o DIR` wraps the Google Benchmark JSON (results/SCHEMA.md).
+  const nlohmann::json raw = {{"benchmarks",
+                               {{{"name", "BM_compress_fused/16777216"},
+                                 {"run_type", "iteration"},
+                                 {"items_per_second", 2e9}}}}};
+  const nlohmann::json wrapped = {{"schema", "clbo.bench.kernels/1"},
+                                  {"measured", true},
+                                  {"config", {{"binary", "bench_kernels_cpu"}}},
+                                  {"benchmark", raw}};
+  KernelModel k;
+  k.hbm_Bps = 1e12;
+  load_kernel_bench(k, wrapped, "k.json");
+  EXPECT_DOUBLE_EQ(k.worker_compress_s(4000000), 4000000 / 2e9);
+}

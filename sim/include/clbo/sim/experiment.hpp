@@ -36,6 +36,10 @@ struct SimulateOptions {
 nlohmann::json run_experiment(const nlohmann::json& spec, const std::string& file,
                               const SimulateOptions& options = {});
 
+// Validates an experiment completely (every field, presets, referenced files) without
+// simulating anything: what `clbo simulate --check` and `clbo reproduce` run first.
+void validate_experiment(const nlohmann::json& spec, const std::string& file);
+
 // The table printed at the end of a run (plain text, one row per run).
 std::string results_table(const nlohmann::json& results);
 

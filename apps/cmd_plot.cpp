@@ -1,0 +1,110 @@
+// `clbo plot`: regenerates every figure (plots/plot_all.py, matplotlib) from a results
+// directory. The scripts are found in ./plots when run from a checkout, else in the source
+// tree this binary was built from (CLBO_SOURCE_DIR). Returns the script's exit code.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clbo/core/error.hpp"
+#include "cli.hpp"
+
+#ifndef CLBO_SOURCE_DIR
+#define CLBO_SOURCE_DIR "."
+#endif
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PlotArgs {
+  std::string results = "results", out = "plots", python = "/usr/bin/python3";
+  std::vector<std::string> only;
+  bool skip_missing = false;
+};
+
+fs::path find_plot_all() {
+  for (const fs::path& dir : {fs::current_path() / "plots", fs::path(CLBO_SOURCE_DIR) / "plots"}) {
+    if (fs::is_regular_file(dir / "plot_all.py")) return dir / "plot_all.py";
+  }
+  throw clbo::InputError("clbo plot", "scripts", "plots/plot_all.py",
+                         "not found in ./plots nor in the source tree " +
+                             std::string(CLBO_SOURCE_DIR) + "/plots; run from the repository");
+}
+
+// A python given as a bare name is looked up in PATH, as a shell would.
+std::string resolve_python(const std::string& python) {
+  if (python.find('/') != std::string::npos)
+    return ::access(python.c_str(), X_OK) == 0 ? python : std::string();
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / python;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return {};
+}
+
+int run(const PlotArgs& a) {
+  const std::string python = resolve_python(a.python);
+  if (python.empty())
+    throw clbo::InputError("clbo plot", "--python", a.python,
+                           "no such interpreter; install Debian's python3 and "
+                           "python3-matplotlib (apt-get install python3-matplotlib)");
+  std::vector<std::string> all{python, find_plot_all().string(), "--results", a.results, "--out",
+                               a.out};
+  for (const auto& name : a.only) {
+    all.push_back("--only");
+    all.push_back(name);
+  }
+  if (a.skip_missing) all.push_back("--skip-missing");
+  std::vector<char*> argv;
+  for (auto& s : all) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  // The scripts live in the source tree; keep it free of __pycache__.
+  ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+  clbo::cli::progress("plotting " + a.results + " -> " + a.out + " (" + all[1] + ")");
+  pid_t pid = 0;
+  if (const int err = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ))
+    throw clbo::Error("clbo plot: cannot start " + python + ": " + std::strerror(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // plot_all.py exits 2 without matplotlib after printing which package to install.
+  if (code == 2)
+    std::cerr << "clbo plot: " << python << " could not draw the figures (see above)" << std::endl;
+  return code;
+}
+
+clbo::cli::Registrar reg(
+    "plot", "Draw every figure (PNG and SVG) from results/ with matplotlib (see docs/plots.md)",
+    [](CLI::App& sub) {
+      auto args = std::make_shared<PlotArgs>();
+      sub.add_option("--results", args->results, "results directory to read")
+          ->capture_default_str();
+      sub.add_option("--out", args->out, "where to write the figures")->capture_default_str();
+      sub.add_option("--python", args->python,
+                     "Python interpreter with matplotlib (Debian's python3-matplotlib)")
+          ->capture_default_str();
+      sub.add_option("--only", args->only, "draw only these figures (names: plot_all.py --help)");
+      sub.add_flag("--skip-missing", args->skip_missing,
+                   "skip figures whose input file is missing instead of failing");
+      return [args] { return run(*args); };
+    });
+
+}  // namespace

@@ -1,0 +1,74 @@
+// `clbo report`: the papers' claims (experiments/paper/*.json) against the results files
+// under results/, plus summary tables, as Markdown, LaTeX or CSV. It reads results only and
+// never reruns anything; every file is written only after every claim evaluated cleanly.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "clbo/report/report.hpp"
+#include "cli.hpp"
+
+namespace {
+
+struct ReportArgs {
+  std::string results_dir = "results";
+  std::string specs_dir;
+  std::string format = "md";
+  std::string out_dir = "reports";
+  bool check_specs = false;
+};
+
+int run_report(const ReportArgs& a) {
+  using namespace clbo::report;
+  const std::string specs_dir = a.specs_dir.empty() ? default_specs_dir() : a.specs_dir;
+  const std::vector<ClaimSpec> specs = load_claim_specs(specs_dir);
+  size_t claims = 0;
+  for (const auto& s : specs) claims += s.claims.size();
+  if (a.check_specs) {
+    fmt::print("{}: {} specs, {} claims, all valid\n", specs_dir, specs.size(), claims);
+    return 0;
+  }
+  clbo::cli::progress(fmt::format("reading results under {}", a.results_dir));
+  const ResultsStore store = ResultsStore::load(a.results_dir);
+  clbo::cli::progress(
+      fmt::format("evaluating {} claims from {} specs in {}", claims, specs.size(), specs_dir));
+  const ReportOutput out = build_report(specs, store, a.format);
+  for (const auto& path : write_report(out, a.out_dir)) fmt::print("wrote {}\n", path);
+  const Counts& c = out.counts;
+  fmt::print("{} rows: {} within the target band, {} outside, {} not computed, {} without a band\n",
+             c.rows, c.within, c.outside, c.not_computed, c.no_band);
+  return 0;
+}
+
+clbo::cli::Registrar reg(
+    "report",
+    "Tables of the papers' claims against clbo's results (paper, headline, summary) as md, tex "
+    "or csv; reads results only",
+    [](CLI::App& sub) {
+      auto a = std::make_shared<ReportArgs>();
+      sub.add_option("results", a->results_dir, "Results folder to read (every *.json under it)")
+          ->capture_default_str();
+      sub.add_option("--specs", a->specs_dir,
+                     "Folder of claim specs (default: ./experiments/paper, else the source "
+                     "tree's)");
+      sub.add_option("--format", a->format, "Output format")
+          ->check(CLI::IsMember({"md", "tex", "csv"}))
+          ->capture_default_str();
+      sub.add_option("--out", a->out_dir, "Folder for paper.*, headline.* and summary.*")
+          ->capture_default_str();
+      sub.add_flag("--check-specs", a->check_specs,
+                   "Only load and validate the claim specs (no results needed); exit 0 when valid");
+      sub.footer(
+          "Writes paper.<ext> (one table per claim table: setting, quantity, paper value, clbo "
+          "value, relative error, within band, provenance, source; then the rows outside the "
+          "target band with their reasons, and the rows not computed), headline.<ext> (the "
+          "headline claims) and summary.<ext> (volume per optimizer, speedup per cluster, "
+          "convergence gaps, kernel roofline fractions). A missing, corrupt or unsupported "
+          "results file, a stale simulation, or a bad spec is an error and nothing is written. "
+          "The spec format is in docs/report.md; the results schemas in results/SCHEMA.md.");
+      return [a] { return run_report(*a); };
+    });
+
+}  // namespace

@@ -1,0 +1,82 @@
+#include "clbo/report/results_store.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "clbo/core/config.hpp"
+#include "clbo/core/error.hpp"
+
+namespace clbo::report {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& supported_schemas() {
+  static const std::vector<std::string> s = {"clbo.simulate/1", "clbo.train/1",
+                                             "clbo.bench.collectives/1", "clbo.bench.kernels/1",
+                                             "clbo.demo/1"};
+  return s;
+}
+
+std::string check_schema(const nlohmann::json& doc, const std::string& path) {
+  if (!doc.is_object())
+    throw InputError(path, "(root)", doc.dump().substr(0, 60),
+                     "expected a clbo results object with a \"schema\" field");
+  const auto it = doc.find("schema");
+  if (it == doc.end())
+    throw InputError(path, "schema", "missing",
+                     "not a clbo results file (every results file names its schema; see "
+                     "results/SCHEMA.md)");
+  if (!it->is_string()) throw InputError(path, "schema", it->dump(), "expected a string");
+  const std::string schema = it->get<std::string>();
+  const auto& known = supported_schemas();
+  if (std::find(known.begin(), known.end(), schema) != known.end()) return schema;
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  throw InputError(path, "schema", it->dump(),
+                   fmt::format("is not supported by this clbo (it reads {}){}", list,
+                               did_you_mean(schema, known)));
+}
+
+ResultsStore ResultsStore::load(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw InputError(dir, "(results folder)", dir,
+                     fs::exists(dir, ec) ? "is not a folder" : "does not exist");
+  ResultsStore store;
+  store.dir_ = dir;
+  std::vector<fs::path> paths;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec))
+    if (it->is_regular_file() && it->path().extension() == ".json") paths.push_back(it->path());
+  if (ec) throw Error(fmt::format("{}: cannot list the results folder: {}", dir, ec.message()));
+  std::sort(paths.begin(), paths.end());
+  for (const auto& p : paths) {
+    ResultsFile f;
+    f.path = p.string();
+    f.key = fs::path(p).lexically_relative(dir).replace_extension().generic_string();
+    f.doc = load_json_file(f.path);
+    f.schema = check_schema(f.doc, f.path);
+    store.files_.emplace(f.key, std::move(f));
+  }
+  return store;
+}
+
+const ResultsFile* ResultsStore::find(const std::string& key) const {
+  const auto it = files_.find(key);
+  return it == files_.end() ? nullptr : &it->second;
+}
+
+std::vector<const ResultsFile*> ResultsStore::with_schema(const std::string& schema) const {
+  std::vector<const ResultsFile*> out;
+  for (const auto& [key, f] : files_)
+    if (f.schema == schema) out.push_back(&f);
+  return out;
+}
+
+std::string ResultsStore::path_of(const std::string& key) const {
+  return (fs::path(dir_) / (key + ".json")).string();
+}
+
+}  // namespace clbo::report

@@ -1,0 +1,173 @@
+// Renderers: Markdown, LaTeX and CSV of a small table, checked line by line; escaping; the
+// paper document's tables and explanation sections; the summary tables.
+#include <gtest/gtest.h>
+
+#include "clbo/report/document.hpp"
+#include "clbo/report/report.hpp"
+#include "clbo/report/summary.hpp"
+#include "report_test_util.hpp"
+
+namespace clbo::report::test {
+namespace {
+
+Document small_doc() {
+  Document d;
+  d.title = "T";
+  d.paragraph("intro 5% & more");
+  Table t;
+  t.title = "Speed | up";
+  t.caption = "from results/sim/x.json";
+  t.header = {"setting", "clbo"};
+  t.right_align = {false, true};
+  t.rows = {{"64 GPUs, 40 GbE", "3.2x"}, {"a \"quoted\" one", "✓"}};
+  d.table(t);
+  d.heading("Outside the target band");
+  d.bullets({"x_y: unexplained"});
+  return d;
+}
+
+TEST(Render, Markdown) {
+  const std::string md = render_markdown(small_doc());
+  EXPECT_NE(md.find("# T\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Speed | up\n\nfrom results/sim/x.json\n\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| setting | clbo |\n|---|---:|\n| 64 GPUs, 40 GbE | 3.2x |\n"
+                    "| a \"quoted\" one | ✓ |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("## Outside the target band\n\n- x_y: unexplained\n"), std::string::npos) << md;
+}
+
+TEST(Render, Tex) {
+  const std::string tex = render_tex(small_doc());
+  EXPECT_NE(tex.find("intro 5\\% \\& more"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("\\begin{tabular}{lr}\n\\toprule\nsetting & clbo \\\\\n\\midrule\n"
+                     "64 GPUs, 40 GbE & 3.2x \\\\\na \"quoted\" one & $\\checkmark$ \\\\\n"
+                     "\\bottomrule\n\\end{tabular}\n"),
+            std::string::npos)
+      << tex;
+  EXPECT_NE(tex.find("\\item x\\_y: unexplained"), std::string::npos) << tex;
+  EXPECT_EQ(escape_tex("a_b{c}~^\\ ± ≈ × –"),
+            "a\\_b\\{c\\}\\textasciitilde{}\\textasciicircum{}\\textbackslash{} $\\pm$ "
+            "$\\approx$ $\\times$ --");
+}
+
+TEST(Render, Csv) {
+  const Document d = small_doc();
+  const std::string csv = render_csv(d.blocks[1].table);
+  EXPECT_EQ(csv, "setting,clbo\n\"64 GPUs, 40 GbE\",3.2x\n\"a \"\"quoted\"\" one\",✓\n");
+  const auto one = render_files(d, "paper", "csv");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one.begin()->first, "paper.csv");
+  Document two = d;
+  two.table(d.blocks[1].table);
+  const auto files = render_files(two, "summary", "csv");
+  ASSERT_EQ(files.size(), 3u);  // two tables and an index
+  EXPECT_TRUE(files.count("summary-speed-up.csv"));
+  EXPECT_TRUE(files.count("summary-speed-up-2.csv"));
+  EXPECT_NE(files.at("summary.csv").find("summary-speed-up.csv"), std::string::npos);
+  EXPECT_EQ(slug("Kernel roofline: sim/x"), "kernel-roofline-sim-x");
+}
+
+class PaperDocumentTest : public TempDirTest {};
+
+TEST_F(PaperDocumentTest, TablesInSpecOrderWithOutOfBandAndNotComputedSections) {
+  write_json("results/paper/demo-claims.json", sim_results());
+  json in = claim("in", {{"op", "value"}, {"a", sel("1-bit Adam", 64, "simulated.speedup")}});
+  in["headline"] = true;
+  in["up_to"] = true;
+  json out = claim("out", {{"op", "value"}, {"a", sel("1-bit Adam", 16, "simulated.speedup")}});
+  out["table"] = "Second table";
+  json explained = out;
+  explained["id"] = "explained";
+  explained["deviation"] = "the model has no PCIe contention";
+  json none = claim("none", {{"op", "unavailable"}, {"reason", "needs 256 V100s"}});
+  const ClaimSpec spec = parse_claim_spec(spec_with({in, out, explained, none}),
+                                          "experiments/paper/demo-claims.json", "demo-claims");
+  const ResultsStore store = ResultsStore::load(path("results"));
+  const ReportOutput rep = build_report({spec}, store, "md");
+  EXPECT_EQ(rep.counts.rows, 4u);
+  EXPECT_EQ(rep.counts.within, 1u);
+  EXPECT_EQ(rep.counts.outside, 2u);
+  EXPECT_EQ(rep.counts.not_computed, 1u);
+  const std::string& md = rep.files.at("paper.md");
+  const size_t first = md.find("### 1-bit Adam: throughput"), second = md.find("### Second table");
+  ASSERT_NE(first, std::string::npos) << md;
+  ASSERT_NE(second, std::string::npos) << md;
+  EXPECT_LT(first, second);
+  EXPECT_NE(md.find("| BERT-Large, 64 V100, 40 GbE | speedup over Adam | up to 3.3x | 3.20x | "
+                    "-3.0% | ✓ | simulated | published.md:9 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 3.3x | 2.50x | -24.2% | ✗ | simulated |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| – | – | – | published | published.md:9 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- out (BERT-Large, 64 V100, 40 GbE; speedup over Adam): clbo 2.50x vs paper "
+                    "3.3x, -24.2% against ±15%: unexplained"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("-24.2% against ±15%: the model has no PCIe contention"), std::string::npos);
+  EXPECT_NE(md.find("## Not computed\n\n- none (BERT-Large, 64 V100, 40 GbE; speedup over Adam): "
+                    "needs 256 V100s"),
+            std::string::npos)
+      << md;
+  const std::string& head = rep.files.at("headline.md");
+  EXPECT_NE(head.find("| up to 3.3x | 3.20x |"), std::string::npos) << head;
+  EXPECT_EQ(head.find("2.50x"), std::string::npos) << head;
+  ASSERT_TRUE(rep.files.count("summary.md"));
+
+  const ReportOutput csv = build_report({spec}, store, "csv");
+  const std::string& flat = csv.files.at("paper.csv");
+  EXPECT_EQ(flat.substr(0, flat.find('\n')),
+            "id,paper,table,setting,quantity,kind,unit,up_to,paper_value,clbo_value,rel_error,"
+            "within_band,tolerance,provenance,source,max_min_of,explanation,results_files");
+  EXPECT_NE(flat.find("\nin,1-bit Adam,1-bit Adam: throughput,\"BERT-Large, 64 V100, 40 GbE\","
+                      "speedup over Adam,speedup,x,true,3.3,3.2,"),
+            std::string::npos)
+      << flat;
+  EXPECT_NE(flat.find(",no,0.15,simulated,published.md:9,,unexplained,paper/demo-claims\n"),
+            std::string::npos)
+      << flat;
+  const ReportOutput tex = build_report({spec}, store, "tex");
+  // Setting and quantity wrap; the numbers are right-aligned.
+  EXPECT_NE(
+      tex.files.at("paper.tex").find("\\begin{tabular}{p{0.2\\textwidth}p{0.2\\textwidth}rrrlll}"),
+      std::string::npos);
+  EXPECT_NE(tex.files.at("paper.tex").find("up to 3.3x & 3.20x & -3.0\\% & $\\checkmark$"),
+            std::string::npos);
+}
+
+TEST_F(PaperDocumentTest, SummaryTablesComeFromWhateverResultsExist) {
+  write_json("results/sim/sweep.json", sim_results());
+  write_json("results/convergence/adam.json", train_results());
+  write_json("results/bench/bench_kernels_cpu.json", {{"schema", "clbo.bench.kernels/1"},
+                                                      {"measured", true},
+                                                      {"benchmark",
+                                                       {{"benchmarks",
+                                                         {{{"name", "BM_compress_fused/16777216"},
+                                                           {"run_type", "iteration"},
+                                                           {"min_bytes_per_elem", 20.125},
+                                                           {"bytes_per_second", 8.5e9},
+                                                           {"frac_of_copy_bw", 0.91}}}}}}});
+  const std::string md = render_markdown(summary_document(ResultsStore::load(path("results"))));
+  const std::string sim = path("results") + "/sim/sweep.json";
+  EXPECT_NE(md.find("| " + sim + " | 1-bit Adam | Adam | 64 | 2.1e-07 | 4.76x |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("### Speedup per cluster: sim/sweep"), std::string::npos) << md;
+  EXPECT_NE(md.find("| cluster | optimizer | 16 GPUs | 64 GPUs |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| paper-eth-v100 | 1-bit Adam vs Adam | 2.50x | 3.20x |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1-bit Adam | OneBitAdam | Adam | 2 | 86.80 ± 0.20 % | -0.20 ± 0.10 | "
+                    "0.224x |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| BM_compress_fused/16777216 | 20.125 | 8.50 | 0.910 |"), std::string::npos)
+      << md;
+  // With nothing there, each section says so instead of an empty table.
+  fs::create_directories(path("empty"));
+  const std::string none = render_markdown(summary_document(ResultsStore::load(path("empty"))));
+  EXPECT_NE(none.find("no clbo.train/1 results"), std::string::npos) << none;
+  EXPECT_NE(none.find("no clbo.bench.kernels/1 results"), std::string::npos) << none;
+}
+
+}  // namespace
+}  // namespace clbo::report::test

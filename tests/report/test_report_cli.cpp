@@ -1,0 +1,121 @@
+// `clbo report` end to end: it writes paper, headline and summary files and a count line;
+// --check-specs needs no results; and every bad input (missing results folder, corrupt or
+// unsupported results file, stale results, bad spec) exits nonzero with nothing written.
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+#include "report_test_util.hpp"
+
+namespace clbo::report::test {
+namespace {
+
+class ReportCli : public clbo::test::CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    fs::create_directories(path("specs"));
+    fs::create_directories(path("results/paper"));
+    json c = claim("onebit.speedup.64",
+                   {{"op", "value"}, {"a", sel("1-bit Adam", 64, "simulated.speedup")}});
+    c["headline"] = true;
+    write_json("specs/demo-claims.json", spec_with({c}));
+    write_json("results/paper/demo-claims.json", sim_results());
+  }
+  clbo::test::CliResult report(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"report",      path("results"), "--specs",
+                                     path("specs"), "--out",         path("reports")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  }
+  void write_text(const std::string& rel, const std::string& text) const {
+    fs::create_directories(fs::path(path(rel)).parent_path());
+    std::ofstream(path(rel)) << text;
+  }
+  void write_json(const std::string& rel, const json& j) const { write_text(rel, j.dump(2)); }
+  bool wrote_nothing() const { return !fs::exists(path("reports")); }
+};
+
+TEST_F(ReportCli, WritesPaperHeadlineAndSummaryWithACount) {
+  const auto r = report();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"paper.md", "headline.md", "summary.md"})
+    EXPECT_TRUE(fs::exists(path(std::string("reports/") + f))) << f;
+  EXPECT_NE(r.out.find("wrote " + path("reports/paper.md")), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("1 rows: 1 within the target band, 0 outside, 0 not computed, 0 without a band"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(clbo::test::slurp(path("reports/headline.md")).find("| 3.3x | 3.20x | -3.0% | ✓ |"),
+            std::string::npos);
+  const auto csv = report({"--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_TRUE(fs::exists(path("reports/paper.csv")));
+  const auto tex = report({"--format", "tex"});
+  ASSERT_EQ(tex.exit_code, 0) << tex.err;
+  EXPECT_TRUE(fs::exists(path("reports/summary.tex")));
+  // Same inputs, same bytes.
+  const std::string first = clbo::test::slurp(path("reports/paper.md"));
+  ASSERT_EQ(report().exit_code, 0);
+  EXPECT_EQ(clbo::test::slurp(path("reports/paper.md")), first);
+}
+
+TEST_F(ReportCli, CheckSpecsNeedsNoResultsAndFailsOnABadSpec) {
+  auto r = run({"report", "--check-specs", "--specs", path("specs")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 specs, 1 claims, all valid"), std::string::npos) << r.out;
+  json bad = spec_with({claim("x", {{"op", "valeu"}})});
+  write_json("specs/demo-claims.json", bad);
+  r = run({"report", "--check-specs", "--specs", path("specs")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("claims[0].metric.op"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'value'"), std::string::npos) << r.err;
+  r = report();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(wrote_nothing());
+}
+
+TEST_F(ReportCli, BadResultsWriteNothing) {
+  auto r = run({"report", path("nowhere"), "--specs", path("specs"), "--out", path("reports")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("nowhere"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+
+  write_text("results/sim/broken.json", "{\"schema\":");
+  r = report();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("sim/broken.json"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+  fs::remove(path("results/sim/broken.json"));
+
+  json v2 = sim_results();
+  v2["schema"] = "clbo.simulate/2";
+  write_json("results/sim/v2.json", v2);
+  r = report();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("not supported by this clbo"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+  fs::remove(path("results/sim/v2.json"));
+
+  json changed = sim_block();
+  changed["gpus"] = {64};
+  write_json("results/paper/demo-claims.json", sim_results(changed));
+  r = report();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("is stale"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+
+  fs::remove(path("results/paper/demo-claims.json"));
+  r = report();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("demo-claims.json does not exist"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+}
+
+TEST_F(ReportCli, UnknownFormatIsRefused) {
+  const auto r = report({"--format", "html"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(wrote_nothing());
+}
+
+}  // namespace
+}  // namespace clbo::report::test
