@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "clbo/core/error.hpp"
 #include "clbo/optim/schedule.hpp"
@@ -84,6 +87,21 @@ Program step_program(const StepKind& kind, const TrainingSetup& s) {
   return prog;
 }
 
+namespace {
+
+double union_length(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, end = -std::numeric_limits<double>::infinity();
+  for (const auto& [a, b] : spans) {
+    if (b <= end) continue;
+    total += b - std::max(a, end);
+    end = b;
+  }
+  return total;
+}
+
+}  // namespace
+
 StepKindResult step_result(const StepKind& kind, const TrainingSetup& s, const Program& prog,
                            const ProgramResult& r) {
   StepKindResult k;
@@ -92,15 +110,19 @@ StepKindResult step_result(const StepKind& kind, const TrainingSetup& s, const P
   k.fwd_s = static_cast<double>(s.grad_acc) * s.compute.fwd_s(mb);
   k.bwd_s = static_cast<double>(s.grad_acc) * s.compute.bwd_s(mb);
   k.optimizer_s = s.compute.optimizer_s;
+  // Bucketed allreduces overlap one another, so the busy time is the union of the
+  // communication segments' spans, not their sum.
+  std::vector<std::pair<double, double>> spans;
   for (size_t i = 0; i < prog.segments.size(); ++i) {
     const Segment& seg = prog.segments[i];
     if (seg.compression) k.compression_s += seg.compute_s;
     if (!seg.rounds.empty()) {
       ++k.library_ops;
-      k.comm_total_s += r.segments[i].end_s - r.segments[i].start_s;
+      spans.emplace_back(r.segments[i].start_s, r.segments[i].end_s);
     }
     k.segments.push_back({seg.label, r.segments[i]});
   }
+  k.comm_total_s = union_length(spans);
   if (s.overlap) {
     const double last_bwd = s.compute.bwd_s(mb);
     k.time_s = k.fwd_s + (k.bwd_s - last_bwd) + std::max(last_bwd, r.time_s) + k.optimizer_s;
@@ -124,6 +146,8 @@ RunMetrics run_metrics(const std::vector<StepKindResult>& kinds, const TrainingS
     m.time_s += static_cast<double>(k.kind.count) * k.time_s;
     m.total_bytes_per_gpu += static_cast<double>(k.kind.count) * k.bytes_per_gpu;
     steps += k.kind.count;
+    if (k.collective_calls > 0) m.comm_steps += k.kind.count;
+    m.collective_calls += k.kind.count * k.collective_calls;
   }
   const int mb = static_cast<int>(s.micro_batch);
   m.one_gpu_step_s = static_cast<double>(s.grad_acc) * (s.compute.fwd_s(mb) + s.compute.bwd_s(mb)) +

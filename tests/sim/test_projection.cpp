@@ -2,6 +2,7 @@
 // step kinds are counted from the optimizers' own schedules, overlap hides communication,
 // results are deterministic, and bad experiments are rejected naming file, field and value.
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <set>
 
@@ -124,6 +125,20 @@ TEST(Projection, OverlapHidesTheBucketedGradientAllreduce) {
   EXPECT_LT(b["comm_ms"].get<double>(), a["comm_ms"].get<double>());
   EXPECT_GT(b["library_ops"].get<int>(), 1);  // buckets
   EXPECT_DOUBLE_EQ(a["bytes_per_gpu"].get<double>(), b["bytes_per_gpu"].get<double>());
+
+  // The buckets overlap one another: the busy time is their union, never more than the
+  // span from the first start to the last end, and less than the sum of the spans.
+  double first = 1e300, last = 0, sum = 0;
+  for (const auto& seg : b["segments"]) {
+    const double s0 = seg["start_ms"].get<double>(), s1 = seg["end_ms"].get<double>();
+    first = std::min(first, s0);
+    last = std::max(last, s1);
+    sum += s1 - s0;
+  }
+  const double busy = b["comm_total_ms"].get<double>();
+  EXPECT_LE(busy, last - first + 1e-9);
+  EXPECT_LE(busy, sum + 1e-9);
+  EXPECT_GT(busy, 0.0);
 }
 
 TEST(Projection, ResultsAreDeterministicExceptTiming) {

@@ -60,7 +60,7 @@ struct StepKindResult {
   StepKind kind;
   double time_s = 0, fwd_s = 0, bwd_s = 0, optimizer_s = 0;
   double comm_s = 0;        // exposed communication (not hidden behind backward)
-  double comm_total_s = 0;  // communication segments' busy time
+  double comm_total_s = 0;  // communication busy time: union of the segments' spans
   double compression_s = 0;
   double bytes_per_gpu = 0, staging_bytes_per_gpu = 0;
   int collective_calls = 0;  // calls in the optimizer's schedule
@@ -80,6 +80,10 @@ struct RunMetrics {
   double total_bytes_per_gpu = 0;
   double one_gpu_step_s = 0;  // same per-GPU work without communication or compression
   double scaling_efficiency = 0;
+  // Communication rounds over the run (0/1 Adam's "fewer rounds" claim): steps that make at
+  // least one collective call, and the schedule's calls summed over all steps.
+  int64_t comm_steps = 0;
+  int64_t collective_calls = 0;
 };
 RunMetrics run_metrics(const std::vector<StepKindResult>& kinds, const TrainingSetup& s);
 
