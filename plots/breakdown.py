@@ -71,20 +71,16 @@ def plot(results_dir, out_dir, name="breakdown", input="sim/fabrics-optimizers.j
         ax.set_axisbelow(True)
         ax.set_ylabel("average step time (ms)")
         ax.set_title(f"{common.cluster_title(doc, cluster)}; {at} GPUs", fontsize=10)
-    legend = common.figure_legend(fig, axes)
-    caption = common.source_caption(results_dir, [(path, doc)])
-    return common.save_figure(fig, out_dir, name, caption, legend_top=legend)
+    return common.finish_figure(fig, axes, results_dir, [(path, doc)], out_dir, name)
 
 
 def main():
     def extra(p):
-        p.add_argument("--input", default="sim/fabrics-optimizers.json",
-                       help="clbo.simulate/1 file under --results")
-        p.add_argument("--name", default="breakdown", help="output file name without extension")
         p.add_argument("--cluster", action="append",
                        help="panel for this cluster (repeatable; default: every cluster)")
         p.add_argument("--gpus", type=int, help="GPU count (default: each cluster's largest)")
-    a = common.standard_args(__doc__.split("\n")[0], extra).parse_args()
+    a = common.standard_args(__doc__.split("\n")[0], extra, "sim/fabrics-optimizers.json",
+                             "clbo.simulate/1", "breakdown").parse_args()
     for f in plot(a.results, a.out, a.name, a.input, a.cluster, a.gpus):
         print(f"wrote {f}")
 

@@ -295,6 +295,13 @@ def save_figure(fig, out_dir, name, caption, legend_top=0.0):
     return written
 
 
+def finish_figure(fig, legend_axes, results_dir, sources, out_dir, name, legend_title=None):
+    """Shared ending of every figure: the legend above the panels (when legend_axes is
+    given), the caption naming the source results, and the atomic PNG + SVG write."""
+    legend = figure_legend(fig, legend_axes, title=legend_title) if legend_axes else 0.0
+    return save_figure(fig, out_dir, name, source_caption(results_dir, sources), legend_top=legend)
+
+
 def _umask():
     mask = os.umask(0)
     os.umask(mask)
@@ -306,13 +313,18 @@ def finite(x):
         and math.isfinite(x)
 
 
-def standard_args(description, extra=None):
-    """argparse with the --results/--out pair every script takes."""
+def standard_args(description, extra=None, input_default=None, schema=None, name_default=None):
+    """argparse with the --results/--out pair every script takes, and the --input/--name
+    pair when the script reads one results file of `schema`."""
     import argparse
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--results", default="results",
                    help="results directory to read (default: results)")
     p.add_argument("--out", default="plots", help="where to write PNG and SVG (default: plots)")
+    if input_default:
+        p.add_argument("--input", default=input_default, help=f"{schema} file under --results")
+        p.add_argument("--name", default=name_default,
+                       help="output file name without extension")
     if extra:
         extra(p)
     return p

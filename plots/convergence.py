@@ -119,18 +119,14 @@ def plot(results_dir, out_dir, name="convergence", input="convergence/adam_famil
         ax.xaxis.set_major_formatter(common.matplotlib.ticker.FuncFormatter(
             common.count_formatter))
         ax.set_title(title)
-    legend = common.figure_legend(fig, [acc_ax], title="mean over seeds; band: min to max; "
-                                  "x: the seeds stopped (NaN loss)")
-    caption = common.source_caption(results_dir, [(path, doc)])
-    return common.save_figure(fig, out_dir, name, caption, legend_top=legend)
+    return common.finish_figure(fig, [acc_ax], results_dir, [(path, doc)], out_dir, name,
+                                legend_title="mean over seeds; band: min to max; "
+                                "x: the seeds stopped (NaN loss)")
 
 
 def main():
-    def extra(p):
-        p.add_argument("--input", default="convergence/adam_family.json",
-                       help="clbo.train/1 file under --results")
-        p.add_argument("--name", default="convergence", help="output file name without extension")
-    a = common.standard_args(__doc__.split("\n")[0], extra).parse_args()
+    a = common.standard_args(__doc__.split("\n")[0], None, "convergence/adam_family.json",
+                             "clbo.train/1", "convergence").parse_args()
     for f in plot(a.results, a.out, a.name, a.input):
         print(f"wrote {f}")
 

@@ -33,19 +33,15 @@ def plot(results_dir, out_dir, name="throughput", input="sim/fabrics-optimizers.
         common.log_count_axis(ax)
         ax.set_ylabel("throughput (samples/s, log scale)")
         ax.set_title(common.cluster_title(doc, cluster))
-    legend = common.figure_legend(fig, axes)
-    caption = common.source_caption(results_dir, [(path, doc)])
-    return common.save_figure(fig, out_dir, name, caption, legend_top=legend)
+    return common.finish_figure(fig, axes, results_dir, [(path, doc)], out_dir, name)
 
 
 def main():
     def extra(p):
-        p.add_argument("--input", default="sim/fabrics-optimizers.json",
-                       help="clbo.simulate/1 file under --results")
-        p.add_argument("--name", default="throughput", help="output file name without extension")
         p.add_argument("--cluster", action="append", help="only this cluster (repeatable)")
         p.add_argument("--optimizer", action="append", help="only this optimizer (repeatable)")
-    a = common.standard_args(__doc__.split("\n")[0], extra).parse_args()
+    a = common.standard_args(__doc__.split("\n")[0], extra, "sim/fabrics-optimizers.json",
+                             "clbo.simulate/1", "throughput").parse_args()
     for f in plot(a.results, a.out, a.name, a.input, a.cluster, a.optimizer):
         print(f"wrote {f}")
 

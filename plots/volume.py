@@ -61,18 +61,15 @@ def plot(results_dir, out_dir, name="volume", input="sim/fabrics-optimizers.json
     steps = chosen[0].get("total_steps")
     ax.set_title(f"{common.cluster_title(doc, cluster)}\n{gpus} GPUs"
                  + (f", {steps} training steps" if steps else ""))
-    caption = common.source_caption(results_dir, [(path, doc)])
-    return common.save_figure(fig, out_dir, name, caption)
+    return common.finish_figure(fig, None, results_dir, [(path, doc)], out_dir, name)
 
 
 def main():
     def extra(p):
-        p.add_argument("--input", default="sim/fabrics-optimizers.json",
-                       help="clbo.simulate/1 file under --results")
-        p.add_argument("--name", default="volume", help="output file name without extension")
         p.add_argument("--cluster", help="cluster (default: the file's first)")
         p.add_argument("--gpus", type=int, help="GPU count (default: the largest)")
-    a = common.standard_args(__doc__.split("\n")[0], extra).parse_args()
+    a = common.standard_args(__doc__.split("\n")[0], extra, "sim/fabrics-optimizers.json",
+                             "clbo.simulate/1", "volume").parse_args()
     for f in plot(a.results, a.out, a.name, a.input, a.cluster, a.gpus):
         print(f"wrote {f}")
 
