@@ -14,7 +14,7 @@ Stages (one GPU, the compute of one rank; communication is timed by `clbo bench 
                p=4 serves (n/4 elements)                           vs clbo BM_ServerStep
   unpack       unpackbits, to +-1, times the scale                 vs clbo BM_Unpack
 
-Usage: reference_path.py --clbo-json bench_kernels_cuda.json --out reference_path.json
+Usage: reference_path.py --clbo-json kernels-cuda.json --out reference_path.json
 """
 import argparse
 import json
@@ -28,9 +28,12 @@ P = 4  # workers whose pieces the server step combines
 
 
 def load_clbo(path):
-    """{(benchmark, n): mean milliseconds} from a Google Benchmark JSON file."""
+    """{(benchmark, n): mean milliseconds} from a Google Benchmark JSON file, raw or in
+    clbo's clbo.bench.kernels/1 envelope (results/SCHEMA.md)."""
     with open(path) as f:
         data = json.load(f)
+    if data.get("schema") == "clbo.bench.kernels/1":
+        data = data["benchmark"]
     scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
     out = {}
     for b in data.get("benchmarks", []):

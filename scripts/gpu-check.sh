@@ -6,9 +6,12 @@
 #   4. runs the CUDA kernel benchmarks (Google Benchmark JSON, cudaEvent timing);
 #   5. runs the p = 1 NCCL collective benchmark (compressed, allreduce, sparse);
 #   6. times DeepSpeed's reference dataflow (torch + cupy) against clbo per stage.
-# Results go to $OUT when set (the device tool's output folder), else results/gpu/. Every
-# stage logs to logs/<stage>.log there and the script goes on when one fails; summary.json
-# lists each stage's status and duration. Exit status: 0 when every stage passed.
+# Results go to $OUT when set (the device tool's output folder), else results/gpu/: the clbo
+# results (kernels-cuda.json, collectives-nccl-p1.json; results/SCHEMA.md) at the top, other
+# tools' own output (GoogleTest JSON, the reference-path comparison, the machine description,
+# summary.json) under raw/. Every stage logs to logs/<stage>.log and the script goes on when
+# one fails; raw/summary.json lists each stage's status and duration. Exit status: 0 when
+# every stage passed.
 #
 # Usage: scripts/gpu-check.sh            (from the repository root)
 #        CUDA_ARCH=80 scripts/gpu-check.sh   (an A100 node)
@@ -21,7 +24,7 @@ ARCH=${CUDA_ARCH:-90}
 BUDGET_S=${GPU_CHECK_BUDGET_S:-480}
 JOBS=$(nproc 2>/dev/null || echo 4)
 START=$(date +%s)
-mkdir -p "$DEST/logs"
+mkdir -p "$DEST/logs" "$DEST/raw"
 SUMMARY="$DEST/logs/stages.tsv"
 : >"$SUMMARY"
 FAILED=0
@@ -62,7 +65,7 @@ stage() {
 }
 
 machine() {
-  nvidia-smi -q >"$DEST/machine-nvidia-smi-q.txt" 2>&1
+  nvidia-smi -q >"$DEST/raw/machine-nvidia-smi-q.txt" 2>&1
   {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(hostname)"
@@ -72,8 +75,8 @@ machine() {
     nvcc --version 2>/dev/null | tail -n 2 || /usr/local/cuda/bin/nvcc --version | tail -n 2
     echo "git: $(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null) $(git -C "$ROOT" status --porcelain 2>/dev/null | wc -l) changed files"
     python3 -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy.__version__)' 2>&1 | tail -n 1
-  } >"$DEST/machine.txt" 2>&1
-  cat "$DEST/machine.txt"
+  } >"$DEST/raw/machine.txt" 2>&1
+  cat "$DEST/raw/machine.txt"
 }
 
 configure() {
@@ -85,29 +88,29 @@ configure() {
 
 build() {
   cmake --build "$BUILD" -j "$JOBS" --target test_cuda test_nccl bench_kernels_cuda \
-    clbo_bench_collectives_bin
+    clbo_bench_collectives_bin clbo
 }
 
 cuda_tests() {
   local rc=0
-  "$BUILD/tests/cuda/test_cuda" --gtest_output="json:$DEST/tests-cuda.json" || rc=$?
-  "$BUILD/tests/cuda/test_nccl" --gtest_output="json:$DEST/tests-nccl.json" || rc=$?
+  "$BUILD/tests/cuda/test_cuda" --gtest_output="json:$DEST/raw/tests-cuda.json" || rc=$?
+  "$BUILD/tests/cuda/test_nccl" --gtest_output="json:$DEST/raw/tests-nccl.json" || rc=$?
   return $rc
 }
 
 kernel_bench() {
-  "$BUILD/bin/bench_kernels_cuda" --benchmark_out="$DEST/bench-kernels-cuda.json" \
-    --benchmark_out_format=json --benchmark_counters_tabular=true
+  # clbo wraps the binary's Google Benchmark JSON in its clbo.bench.kernels/1 envelope.
+  "$BUILD/bin/clbo" bench kernels --cuda -o "$DEST" --benchmark_counters_tabular=true
 }
 
 nccl_bench() {
   "$BUILD/bin/clbo_bench_collectives" --backend nccl --ngpus 1 --op compressed,allreduce,sparse \
-    -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -o "$DEST/bench-collectives-nccl-p1.json"
+    -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -o "$DEST/collectives-nccl-p1.json"
 }
 
 reference_path() {
-  python3 "$ROOT/bench/reference_path.py" --clbo-json "$DEST/bench-kernels-cuda.json" \
-    --out "$DEST/reference-path.json"
+  python3 "$ROOT/bench/reference_path.py" --clbo-json "$DEST/kernels-cuda.json" \
+    --out "$DEST/raw/reference-path.json"
 }
 
 export ROOT DEST BUILD ARCH JOBS
@@ -125,12 +128,12 @@ fi
 stage reference_path 120 reference_path
 
 # summary.json from the stage table (no jq needed).
-python3 - "$SUMMARY" "$DEST/summary.json" "$(elapsed)" "$ARCH" <<'PY' || log "summary.json: not written"
+python3 - "$SUMMARY" "$DEST/raw/summary.json" "$(elapsed)" "$ARCH" <<'PY' || log "summary.json: not written"
 import json, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 out = {"schema": "clbo.gpu_check/1", "total_s": int(sys.argv[3]), "cuda_arch": sys.argv[4],
        "stages": [{"stage": r[0], "status": r[1], "seconds": int(r[2])} for r in rows],
-       "machine": "machine.txt, machine-nvidia-smi-q.txt"}
+       "machine": "raw/machine.txt, raw/machine-nvidia-smi-q.txt"}
 json.dump(out, open(sys.argv[2], "w"), indent=2, sort_keys=True)
 PY
 log "done in $(elapsed)s: $([ $FAILED -eq 0 ] && echo 'all stages passed' || echo 'some stages failed, see logs/')"

@@ -48,8 +48,15 @@ ResultsStore ResultsStore::load(const std::string& dir) {
   store.dir_ = dir;
   std::vector<fs::path> paths;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
-       it.increment(ec))
+       it.increment(ec)) {
+    // raw/ folders keep other tools' own output verbatim (GoogleTest, Google Benchmark,
+    // the reference-path script): recorded evidence, not clbo results (results/SCHEMA.md).
+    if (it->is_directory() && it->path().filename() == "raw") {
+      it.disable_recursion_pending();
+      continue;
+    }
     if (it->is_regular_file() && it->path().extension() == ".json") paths.push_back(it->path());
+  }
   if (ec) throw Error(fmt::format("{}: cannot list the results folder: {}", dir, ec.message()));
   std::sort(paths.begin(), paths.end());
   for (const auto& p : paths) {

@@ -1,5 +1,5 @@
 // Loading a results folder: keys, ignored non-JSON files, and the refusals (unknown schema
-// version, corrupt JSON, no schema, missing folder), each naming the file.
+// version, corrupt JSON, no schema, missing folder), each naming the file; raw/ folders skipped.
 #include <gtest/gtest.h>
 
 #include "clbo/core/error.hpp"
@@ -33,6 +33,18 @@ TEST_F(ResultsStoreTest, KeysAreRelativePathsWithoutJsonAndOtherFilesAreIgnored)
   EXPECT_EQ(s.find("sim/missing"), nullptr);
   EXPECT_EQ(s.with_schema("clbo.train/1").size(), 1u);
   EXPECT_EQ(s.path_of("paper/x"), (dir_ / "paper/x.json").string());
+}
+
+TEST_F(ResultsStoreTest, RawFoldersOfOtherToolsOutputAreNotRead) {
+  write_json("gpu/raw/tests-cuda.json", {{"testsuites", 3}});  // GoogleTest's own JSON
+  write_text("gpu/raw/broken.json", "{ not json");
+  write_json("gpu/collectives-nccl-p1.json", {{"schema", "clbo.bench.collectives/1"}});
+  const ResultsStore s = ResultsStore::load(dir_.string());
+  ASSERT_EQ(s.files().size(), 1u);
+  EXPECT_NE(s.find("gpu/collectives-nccl-p1"), nullptr);
+  // Only a folder named exactly raw/ is skipped.
+  write_json("gpu/rawish/tests.json", {{"testsuites", 3}});
+  EXPECT_NE(load_error(dir_.string()).find("rawish/tests.json"), std::string::npos);
 }
 
 TEST_F(ResultsStoreTest, EveryKnownSchemaLoads) {
