@@ -2,10 +2,10 @@
 """Kernel roofline fractions from a clbo.bench.kernels/1 file (Google Benchmark JSON from
 `clbo bench kernels` wrapped with its environment): one horizontal bar per kernel and size,
 showing frac_of_copy_bw = the kernel's minimum bytes per element x elements/s over the
-machine's streaming reference (the fastest of memcpy, a copy loop and an in-place update
-loop, measured in the same run; 1.0 = streams as fast as the reference). Only out-of-cache
-runs carry the counter; runs marked in_cache = 1 are left out even if they carry it (older
-files), since an in-cache rate is no fraction of memory bandwidth.
+machine's streaming reference (the fastest of memcpy, a scale loop and two in-place update
+loops, measured in the same run; 1.0 = streams as fast as the reference). Only out-of-cache
+runs carry the counter, and runs marked in_cache = 1 are left out even if they carry it,
+since an in-cache rate is no fraction of memory bandwidth.
 
     python3 plots/roofline.py --results results --out plots \
         [--input bench/kernels-cpu.json] [--counter frac_of_copy_bw]
@@ -113,8 +113,8 @@ def plot(results_dir, out_dir, name="roofline", input="bench/kernels-cpu.json",
     ax.set_xlim(0, max(1.15, max(v for _, _, v in rows) * 1.15))
     ax.grid(axis="y", visible=False)
     ax.set_axisbelow(True)
-    ax.set_xlabel(f"{counter}: minimum bytes moved per second / reference bytes per second "
-                  "(fraction; out-of-cache runs only)")
+    ax.set_xlabel(f"{counter}: minimum bytes moved per second / the reference's "
+                  "(out-of-cache runs only)")
     context = (doc.get("benchmark") or {}).get("context") or {}
     copy = context.get("copy_bytes_per_second")
     host = (doc.get("environment") or {}).get("host") or context.get("host_name", "?")
