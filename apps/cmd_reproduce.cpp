@@ -619,7 +619,7 @@ clbo::cli::Registrar reg(
     [](CLI::App& sub) {
       auto o = std::make_shared<Options>();
       sub.add_flag("--full", o->full,
-                   "run every convergence experiment (about 50 min on 2 cores) and regenerate "
+                   "run every convergence experiment (about 10 min on an idle 2-core machine) and regenerate "
                    "results/convergence/SUMMARY.md");
       sub.add_option("--root", o->root,
                      "tree whose experiments/ (and plots/ scripts) are read (default: the "

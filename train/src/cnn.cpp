@@ -118,14 +118,15 @@ class Cnn final : public Model<T> {
   size_t num_classes() const override { return s_.classes; }
 
   void forward(const T* params, const T* x, size_t batch, T* logits) const override {
-    Activations a;
+    Activations& a = scratch().act;
     run_forward(params, x, batch, a);
     std::copy(a.logits.data(), a.logits.data() + a.logits.size(), logits);
   }
 
   double loss_and_grad(const T* params, const T* x, const uint8_t* labels, size_t batch,
                        T* grad) const override {
-    Activations a;
+    Scratch& s = scratch();
+    Activations& a = s.act;
     run_forward(params, x, batch, a);
     const auto B = static_cast<Eigen::Index>(batch);
     const auto& L = this->layout_;
@@ -134,14 +135,16 @@ class Cnn final : public Model<T> {
     const auto F = static_cast<Eigen::Index>(fc_inputs());
     const auto K = static_cast<Eigen::Index>(s_.classes);
 
-    Mat<T> dlogits(B, K);
+    Mat<T>& dlogits = s.dlogits;
+    dlogits.resize(B, K);
     const double loss = softmax_xent(a.logits.data(), labels, batch, s_.classes, dlogits.data());
 
     // FC.
     ConstMatMap<T> pooled2(a.pool2.data(), B, F);
     MatMap<T>(grad + L[4].offset, K, F).noalias() = dlogits.transpose() * pooled2;
     column_sums(dlogits, grad + L[5].offset);
-    Mat<T> dpool2(B, F);
+    Mat<T>& dpool2 = s.dpool2;
+    dpool2.resize(B, F);
     dpool2.noalias() = dlogits * ConstMatMap<T>(params + L[4].offset, K, F);
 
     // conv2: unpool, ReLU mask, weight/bias grads, then back to the pooled conv1 output.
@@ -149,15 +152,18 @@ class Cnn final : public Model<T> {
     const auto c2 = static_cast<Eigen::Index>(s_.conv2_channels);
     const auto w2 =
         static_cast<Eigen::Index>(s_.conv1_channels * s_.conv2_kernel * s_.conv2_kernel);
-    Mat<T> dz2 = Mat<T>::Zero(rows2, c2);
+    Mat<T>& dz2 = s.dz2;
+    dz2.setZero(rows2, c2);
     for (Eigen::Index j = 0; j < dpool2.size(); ++j) dz2.data()[a.arg2[j]] += dpool2.data()[j];
     dz2 = (a.z2.array() > T(0)).select(dz2, T(0));
     MatMap<T>(grad + L[2].offset, c2, w2).noalias() = dz2.transpose() * a.cols2;
     column_sums(dz2, grad + L[3].offset);
-    Mat<T> dcols2(rows2, w2);
+    Mat<T>& dcols2 = s.dcols2;
+    dcols2.resize(rows2, w2);
     dcols2.noalias() = dz2 * ConstMatMap<T>(params + L[2].offset, c2, w2);
     const Plane pooled1{batch, p2.h, p2.w, s_.conv1_channels};
-    Mat<T> dpool1(static_cast<Eigen::Index>(batch * p2.h * p2.w),
+    Mat<T>& dpool1 = s.dpool1;  // col2im_add zeroes it first
+    dpool1.resize(static_cast<Eigen::Index>(batch * p2.h * p2.w),
                   static_cast<Eigen::Index>(s_.conv1_channels));
     col2im_add(dcols2.data(), pooled1, s_.conv2_kernel, dpool1.data());
 
@@ -165,7 +171,8 @@ class Cnn final : public Model<T> {
     const auto rows1 = static_cast<Eigen::Index>(batch * p1.h * p1.w);
     const auto c1 = static_cast<Eigen::Index>(s_.conv1_channels);
     const auto w1 = static_cast<Eigen::Index>(s_.in_channels * s_.conv1_kernel * s_.conv1_kernel);
-    Mat<T> dz1 = Mat<T>::Zero(rows1, c1);
+    Mat<T>& dz1 = s.dz1;
+    dz1.setZero(rows1, c1);
     for (Eigen::Index j = 0; j < dpool1.size(); ++j) dz1.data()[a.arg1[j]] += dpool1.data()[j];
     dz1 = (a.z1.array() > T(0)).select(dz1, T(0));
     MatMap<T>(grad + L[0].offset, c1, w1).noalias() = dz1.transpose() * a.cols1;
@@ -178,6 +185,17 @@ class Cnn final : public Model<T> {
     Mat<T> cols1, z1, pool1, cols2, z2, pool2, logits;  // z after ReLU
     std::vector<uint32_t> arg1, arg2;
   };
+  // Per-thread buffers kept between calls, as in the MLP: the im2col matrices alone are
+  // megabytes per chunk, and fresh ones cost page faults and zeroing on every call. No
+  // result depends on a buffer's address, so reuse changes no bit.
+  struct Scratch {
+    Activations act;
+    Mat<T> dlogits, dpool2, dz2, dcols2, dpool1, dz1;
+  };
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+  }
 
   size_t fc_inputs() const { return (s_.height / 4) * (s_.width / 4) * s_.conv2_channels; }
 

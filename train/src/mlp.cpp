@@ -27,7 +27,7 @@ class Mlp final : public Model<T> {
   size_t num_classes() const override { return sizes_.back(); }
 
   void forward(const T* params, const T* x, size_t batch, T* logits) const override {
-    std::vector<Mat<T>> acts;
+    std::vector<Mat<T>>& acts = scratch().acts;
     run_forward(params, x, batch, acts);
     std::copy(acts.back().data(), acts.back().data() + acts.back().size(), logits);
   }
@@ -35,16 +35,21 @@ class Mlp final : public Model<T> {
   double loss_and_grad(const T* params, const T* x, const uint8_t* labels, size_t batch,
                        T* grad) const override {
     const auto B = static_cast<Eigen::Index>(batch);
-    std::vector<Mat<T>> acts;  // acts[l] = input of layer l+1; acts.back() = logits
+    Scratch& s = scratch();
+    std::vector<Mat<T>>& acts = s.acts;  // acts[l] = input of layer l+1; acts.back() = logits
     run_forward(params, x, batch, acts);
     const size_t layers = sizes_.size() - 1;
-    Mat<T> dz(B, static_cast<Eigen::Index>(sizes_.back()));
-    const double loss = softmax_xent(acts.back().data(), labels, batch, sizes_.back(), dz.data());
+    s.dz.resize(layers);  // dz[l]: loss gradient w.r.t. layer l+1's output (fixed shape)
+    s.da.resize(layers);
+    s.dz[layers - 1].resize(B, static_cast<Eigen::Index>(sizes_.back()));
+    const double loss =
+        softmax_xent(acts.back().data(), labels, batch, sizes_.back(), s.dz[layers - 1].data());
     for (size_t l = layers; l-- > 0;) {
       const TensorSpec& w = this->layout_[2 * l];
       const TensorSpec& b = this->layout_[2 * l + 1];
       const auto in = static_cast<Eigen::Index>(sizes_[l]);
       const auto out = static_cast<Eigen::Index>(sizes_[l + 1]);
+      const Mat<T>& dz = s.dz[l];
       MatMap<T> dw(grad + w.offset, out, in);
       if (l == 0) {
         dw.noalias() = dz.transpose() * ConstMatMap<T>(x, B, in);
@@ -54,15 +59,28 @@ class Mlp final : public Model<T> {
       column_sums(dz, grad + b.offset);
       if (l == 0) break;
       ConstMatMap<T> wmat(params + w.offset, out, in);
-      Mat<T> da(B, in);
+      Mat<T>& da = s.da[l];
+      da.resize(B, in);
       da.noalias() = dz * wmat;
       // relu'(z) is 1 where the activation is positive.
-      dz = (acts[l - 1].array() > T(0)).select(da, T(0));
+      s.dz[l - 1] = (acts[l - 1].array() > T(0)).select(da, T(0));
     }
     return loss;
   }
 
  private:
+  // Activations and backward buffers, kept per thread between calls: a training run calls
+  // the model thousands of times with the same shapes, and fresh half-megabyte matrices cost
+  // page faults and zeroing each time. Eigen aligns every Mat the same way, and no result
+  // depends on a buffer's address (see test_models' offset test), so reuse changes no bit.
+  struct Scratch {
+    std::vector<Mat<T>> acts, dz, da;  // one per layer, so shapes stay put between calls
+  };
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+  }
+
   // acts[l] (l < layers−1) = relu output of layer l+1; acts[layers−1] = logits.
   void run_forward(const T* params, const T* x, size_t batch, std::vector<Mat<T>>& acts) const {
     const auto B = static_cast<Eigen::Index>(batch);

@@ -101,8 +101,10 @@ class GradientEngine {
     // Few workers: split each worker's chunks over the threads (one buffer per chunk).
     // Many workers: one worker per thread at a time, folding chunks into one scratch buffer.
     split_chunks_ = p_ < threads_;
-    const size_t buffers =
-        split_chunks_ ? static_cast<size_t>(p_) * chunks_ : static_cast<size_t>(threads_);
+    // (Whole workers write chunk 0 straight into their gradient; only later chunks need one.)
+    const size_t buffers = split_chunks_ ? static_cast<size_t>(p_) * chunks_
+                           : chunks_ > 1 ? static_cast<size_t>(threads_)
+                                         : 0;
     grad_buf_.assign(buffers, std::vector<float>(n_));
     x_buf_.assign(static_cast<size_t>(threads_), std::vector<float>(micro_ * train.features()));
     y_buf_.assign(static_cast<size_t>(threads_), std::vector<uint8_t>(micro_));
@@ -118,7 +120,8 @@ class GradientEngine {
     if (split_chunks_) {
       parallel_for(static_cast<size_t>(p_) * chunks_, threads_, [&](size_t task, int th) {
         const size_t r = task / chunks_, c = task % chunks_;
-        chunk_loss_[task] = chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[task]);
+        chunk_loss_[task] =
+            chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[task].data());
       });
       for (size_t r = 0; r < static_cast<size_t>(p_); ++r) {
         float* g = grads[r].data();
@@ -133,16 +136,29 @@ class GradientEngine {
         worker_loss[r] = loss;
       }
     } else {
+      // The same left fold ((0 + g_0) + g_1 + ...) * inv_shard, in fewer passes over memory:
+      // chunk 0 is computed straight into g, and the "0 +" (which turns −0 into +0) and the
+      // final scaling ride along with the neighbouring pass. Every rounding step is kept.
       parallel_for(static_cast<size_t>(p_), threads_, [&](size_t r, int th) {
         float* g = grads[r].data();
-        std::fill(g, g + n_, 0.f);
-        double loss = 0;
-        for (size_t c = 0; c < chunks_; ++c) {
-          loss += chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[th]);
-          const float* src = grad_buf_[th].data();
-          for (size_t i = 0; i < n_; ++i) g[i] += src[i];
+        double loss = chunk_gradient(batch, r, 0, params[r].data(), th, g);
+        if (chunks_ == 1) {
+          for (size_t i = 0; i < n_; ++i) g[i] = (0.f + g[i]) * inv_shard;
+        } else {
+          for (size_t c = 1; c < chunks_; ++c) {
+            loss += chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[th].data());
+            const float* src = grad_buf_[th].data();
+            if (c == 1 && c + 1 == chunks_) {
+              for (size_t i = 0; i < n_; ++i) g[i] = ((0.f + g[i]) + src[i]) * inv_shard;
+            } else if (c == 1) {
+              for (size_t i = 0; i < n_; ++i) g[i] = (0.f + g[i]) + src[i];
+            } else if (c + 1 == chunks_) {
+              for (size_t i = 0; i < n_; ++i) g[i] = (g[i] + src[i]) * inv_shard;
+            } else {
+              for (size_t i = 0; i < n_; ++i) g[i] += src[i];
+            }
+          }
         }
-        for (size_t i = 0; i < n_; ++i) g[i] *= inv_shard;
         worker_loss[r] = loss;
       });
     }
@@ -151,7 +167,7 @@ class GradientEngine {
 
  private:
   double chunk_gradient(const uint32_t* batch, size_t r, size_t c, const float* params, int th,
-                        std::vector<float>& out) {
+                        float* out) {
     const size_t begin = r * shard_ + c * micro_;
     const size_t len = std::min(micro_, shard_ - c * micro_);
     const size_t f = train_.features();
@@ -162,7 +178,7 @@ class GradientEngine {
       std::copy(train_.pixels.data() + idx * f, train_.pixels.data() + (idx + 1) * f, x + b * f);
       y[b] = train_.labels[idx];
     }
-    return model_.loss_and_grad(params, x, y, len, out.data());
+    return model_.loss_and_grad(params, x, y, len, out);
   }
 
   const Model<float>& model_;

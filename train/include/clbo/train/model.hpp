@@ -5,8 +5,9 @@
 // optimizers and collectives consume. Models are templates over the scalar type so tests
 // can check the float code's formulas against finite differences in double precision.
 //
-// A model object is immutable after construction: forward and loss_and_grad allocate their
-// own scratch, so any number of threads may call them at once.
+// A model object is immutable after construction: forward and loss_and_grad keep their
+// scratch buffers per thread (reused between calls), so any number of threads may call them
+// at once.
 #pragma once
 #include <cstddef>
 #include <cstdint>
