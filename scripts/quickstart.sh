@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# README command 1: install missing dependencies, build (Release), run the main job on its
-# embedded defaults: the default simulation sweep (experiments/sim/default-sweep.json, built
-# into the binary), which writes results/sim/default-sweep.json and prints its table.
+# README command 1: install missing dependencies, build (Release), and run the main job,
+# `clbo reproduce`, on its embedded defaults: every simulation experiment, a convergence
+# smoke run, the CPU benchmarks, then reports/ and plots/ (docs/reproduce.md). Arguments go
+# to `clbo reproduce`, e.g. `bash scripts/quickstart.sh --full`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset default
 cmake --build --preset default -j"$(nproc)"
-./build/bin/clbo simulate
+./build/bin/clbo reproduce "$@"
