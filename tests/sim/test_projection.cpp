@@ -16,34 +16,13 @@
 using namespace clbo;
 using namespace clbo::sim;
 using nlohmann::json;
+using test::opt;
+using test::run_of;
 
 namespace {
 
-json opt(const std::string& label, const std::string& type, json params,
-         const std::string& base = "") {
-  json o = {{"label", label}, {"optimizer", {{"type", type}, {"params", params}}}};
-  if (!base.empty()) o["baseline"] = base;
-  return o;
-}
-
 json spec(json optimizers, int64_t steps, json extra = json::object()) {
-  json s = {{"name", "test"},
-            {"simulate",
-             {{"workload", "bert-base-seq128"},
-              {"clusters", {test::small_cluster_json(4, 4)}},
-              {"gpus", {16}},
-              {"micro_batch", 16},
-              {"grad_acc", 1},
-              {"total_steps", steps},
-              {"optimizers", optimizers}}}};
-  for (auto it = extra.begin(); it != extra.end(); ++it) s["simulate"][it.key()] = it.value();
-  return s;
-}
-
-const json& run_of(const json& results, const std::string& label) {
-  for (const auto& r : results["runs"])
-    if (r["optimizer"] == label) return r;
-  throw std::runtime_error("no run " + label);
+  return test::small_experiment(std::move(optimizers), steps, 4, 4, std::move(extra));
 }
 
 }  // namespace

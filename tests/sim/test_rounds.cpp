@@ -9,33 +9,15 @@
 using namespace clbo;
 using namespace clbo::sim;
 using nlohmann::json;
+using test::opt;
+using test::run_of;
 
 namespace {
-
-json opt(const std::string& label, const std::string& type, json params,
-         const std::string& base = "") {
-  json o = {{"label", label}, {"optimizer", {{"type", type}, {"params", params}}}};
-  if (!base.empty()) o["baseline"] = base;
-  return o;
-}
 
 constexpr int64_t kSteps = 400;
 
 json spec(json optimizers) {
-  return {{"name", "rounds"},
-          {"simulate",
-           {{"workload", "bert-base-seq128"},
-            {"clusters", {test::small_cluster_json(2, 4)}},
-            {"gpus", {8}},
-            {"micro_batch", 16},
-            {"total_steps", kSteps},
-            {"optimizers", optimizers}}}};
-}
-
-const json& run_of(const json& results, const std::string& label) {
-  for (const auto& r : results["runs"])
-    if (r["optimizer"] == label) return r;
-  throw std::runtime_error("no run " + label);
+  return test::small_experiment(std::move(optimizers), kSteps, 2, 4);
 }
 
 // The rounds recomputed from the run's own step kinds: a check that the run-level sums agree
