@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "child_process.hpp"
@@ -196,10 +197,9 @@ Plan make_plan(const Options& o) {
         make_step("validate", false,
                   fmt::format("validate {} simulation experiment{}", sims.size() + papers.size(),
                               sims.size() + papers.size() == 1 ? "" : "s"));
-    for (const auto& f : sims)
-      s.commands.push_back({"clbo", "simulate", "--check", arg_path(p, f)});
-    for (const auto& f : papers)
-      s.commands.push_back({"clbo", "simulate", "--check", arg_path(p, f)});
+    for (const std::vector<fs::path>* files : {&sims, &std::as_const(papers)})
+      for (const auto& f : *files)
+        s.commands.push_back({"clbo", "simulate", "--check", arg_path(p, f)});
     s.hint = "`clbo simulate` needs the simulator (SimGrid: apt-get install libsimgrid-dev)";
     p.steps.push_back(s);
   }
@@ -222,24 +222,18 @@ Plan make_plan(const Options& o) {
   }
 
   // Phase compute: independent experiments, in parallel up to --jobs; the longest first.
-  for (const auto& f : trains) {
-    Step s = make_step("compute", true, "train " + arg_path(p, f));
-    s.commands.push_back(
-        {"clbo", "train", arg_path(p, f), "-o", arg_path(p, result_of(f, "convergence"))});
-    p.steps.push_back(s);
-  }
-  for (const auto& f : papers) {
-    Step s = make_step("compute", true, "simulate " + arg_path(p, f));
-    s.commands.push_back(
-        {"clbo", "simulate", arg_path(p, f), "-o", arg_path(p, result_of(f, "paper"))});
-    p.steps.push_back(s);
-  }
-  for (const auto& f : sims) {
-    Step s = make_step("compute", true, "simulate " + arg_path(p, f));
-    s.commands.push_back(
-        {"clbo", "simulate", arg_path(p, f), "-o", arg_path(p, result_of(f, "sim"))});
-    p.steps.push_back(s);
-  }
+  struct Group {
+    std::string tool, results_kind;
+    const std::vector<fs::path>& files;
+  };
+  for (const Group& g : {Group{"train", "convergence", trains}, Group{"simulate", "paper", papers},
+                         Group{"simulate", "sim", sims}})
+    for (const auto& f : g.files) {
+      Step s = make_step("compute", true, g.tool + " " + arg_path(p, f));
+      s.commands.push_back(
+          {"clbo", g.tool, arg_path(p, f), "-o", arg_path(p, result_of(f, g.results_kind))});
+      p.steps.push_back(s);
+    }
   if (o.full) {  // as experiments/convergence/run_all.sh: the summary of the full set
     Step s = make_step("summary", false, "summarise convergence (results/convergence/SUMMARY.md)");
     std::vector<std::string> cmd = {"clbo", "train", "--summary"};
@@ -619,7 +613,8 @@ clbo::cli::Registrar reg(
     [](CLI::App& sub) {
       auto o = std::make_shared<Options>();
       sub.add_flag("--full", o->full,
-                   "run every convergence experiment (about 10 min on an idle 2-core machine) and regenerate "
+                   "run every convergence experiment (about 10 min on an idle 2-core machine) and "
+                   "regenerate "
                    "results/convergence/SUMMARY.md");
       sub.add_option("--root", o->root,
                      "tree whose experiments/ (and plots/ scripts) are read (default: the "
