@@ -125,19 +125,15 @@ def plot(results_dir, out_dir, name="roofline", input="bench/kernels-cpu.json",
     except (TypeError, ValueError):
         pass
     ax.set_title(title)
-    legend = common.figure_legend(fig, [ax])
-    caption = common.source_caption(results_dir, [(path, doc)])
-    return common.save_figure(fig, out_dir, name, caption, legend_top=legend)
+    return common.finish_figure(fig, [ax], results_dir, [(path, doc)], out_dir, name)
 
 
 def main():
     def extra(p):
-        p.add_argument("--input", default="bench/kernels-cpu.json",
-                       help="clbo.bench.kernels/1 file under --results")
-        p.add_argument("--name", default="roofline", help="output file name without extension")
         p.add_argument("--counter", default="frac_of_copy_bw",
                        help="Google Benchmark counter to plot (default: frac_of_copy_bw)")
-    a = common.standard_args(__doc__.split("\n")[0], extra).parse_args()
+    a = common.standard_args(__doc__.split("\n")[0], extra, "bench/kernels-cpu.json",
+                             "clbo.bench.kernels/1", "roofline").parse_args()
     for f in plot(a.results, a.out, a.name, a.input, a.counter):
         print(f"wrote {f}")
 
