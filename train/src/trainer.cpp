@@ -2,19 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "clbo/collectives/counting.hpp"
 #include "clbo/collectives/local.hpp"
 #include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/kernels/gemm.hpp"
 #include "clbo/optim/config.hpp"
 #include "clbo/optim/optimizer.hpp"
-#include "clbo/train/broken_optimizers.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/parallel.hpp"
 #include "summary_stats.hpp"
@@ -193,22 +196,55 @@ class GradientEngine {
   std::vector<double> chunk_loss_;
 };
 
-std::unique_ptr<Optimizer> build_optimizer(const RunSpec& run, const std::string& file,
-                                           const ParamLayout& layout, int p, int rank) {
-  if (!broken_optimizer_canonical(run.optimizer_type).empty())
-    return make_broken_optimizer(run.optimizer, file, layout, p, rank);
-  return make_optimizer(run.optimizer, file, layout, p, rank);
+// The parameters a user would keep: rank 0's when every rank holds the same bytes (after any
+// sync step), else the mean over the ranks (what the next parameter sync would produce),
+// summed in rank order in double.
+struct KeptParams {
+  const float* data = nullptr;
+  bool replicated = true;
+};
+KeptParams kept_params(const std::vector<std::vector<float>>& params, std::vector<float>& mean) {
+  const size_t n = params[0].size();
+  bool same = true;
+  for (size_t r = 1; r < params.size() && same; ++r)
+    same = std::memcmp(params[r].data(), params[0].data(), n * sizeof(float)) == 0;
+  if (same) return {params[0].data(), true};
+  mean.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (const auto& p : params) sum += p[i];
+    mean[i] = static_cast<float>(sum / static_cast<double>(params.size()));
+  }
+  return {mean.data(), false};
 }
 
-// The block with every default filled in, so results record exactly what ran.
-nlohmann::json resolved_optimizer(const RunSpec& run, const std::string& file) {
-  if (broken_optimizer_canonical(run.optimizer_type).empty())
-    return to_json(parse_optimizer_config(run.optimizer, file));
-  nlohmann::json as_onebit = run.optimizer;
-  as_onebit["type"] = "OneBitAdam";
-  nlohmann::json j = to_json(parse_optimizer_config(as_onebit, file));
-  j["type"] = run.optimizer_type;
-  return j;
+// The exp_avg_mask rule "zero_variance": which coordinates had an exactly zero gradient on
+// every rank at every dense step so far (their averaged gradient, hence v, is exactly 0).
+class ZeroGradientTracker {
+ public:
+  explicit ZeroGradientTracker(size_t n) : always_zero_(n, 1) {}
+  void observe(const std::vector<std::vector<float>>& grads) {
+    for (const auto& g : grads)
+      for (size_t i = 0; i < g.size(); ++i) always_zero_[i] &= g[i] == 0.0f;
+  }
+  // 0 where the gradient was always zero, 1 elsewhere.
+  std::vector<float> mask() const {
+    std::vector<float> m(always_zero_.size());
+    for (size_t i = 0; i < m.size(); ++i) m[i] = always_zero_[i] ? 0.0f : 1.0f;
+    return m;
+  }
+  size_t zeros() const {
+    return static_cast<size_t>(std::count(always_zero_.begin(), always_zero_.end(), 1));
+  }
+
+ private:
+  std::vector<uint8_t> always_zero_;
+};
+
+// The last step before compression takes over: where the variance freezes.
+int64_t switch_step(const OptimizerConfig& c) {
+  if (c.kind == OptimizerKind::kZeroOneAdam) return c.as<ZeroOneAdamParams>().var_freeze_step;
+  return onebit_warmup_steps(c);
 }
 
 struct PhaseBytes {
@@ -231,7 +267,12 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   model.init(params[0].data(), seed);
   for (int r = 1; r < p; ++r) params[r] = params[0];
   std::vector<std::unique_ptr<Optimizer>> optimizers;
-  for (int r = 0; r < p; ++r) optimizers.push_back(build_optimizer(run, spec.file, layout, p, r));
+  for (int r = 0; r < p; ++r) optimizers.push_back(make_optimizer(run.optimizer, layout, p, r));
+  // The mask goes in at the switch: after the step where the variance freezes.
+  const int64_t mask_step =
+      run.momentum_mask == MomentumMask::kZeroVariance ? switch_step(run.optimizer) : 0;
+  std::optional<ZeroGradientTracker> zero_grads;
+  if (mask_step > 0) zero_grads.emplace(n);
   GradientEngine engine(model, data.train, p, shard, static_cast<size_t>(spec.micro_batch),
                         opts.threads);
 
@@ -249,14 +290,18 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   std::string status = "complete";
   nlohmann::json run_json;
 
+  std::vector<float> mean_params;
   const auto record_eval = [&](int64_t step) {
     const auto t0 = Clock::now();
-    const Evaluation e = evaluate(model, params[0].data(), data.test, opts.threads);
+    const KeptParams kept = kept_params(params, mean_params);
+    const Evaluation e = evaluate(model, kept.data, data.test, opts.threads);
     eval_s += seconds_since(t0);
     evals.push_back({{"step", step},
                      {"test_accuracy", e.accuracy},
                      {"test_loss", e.loss},
-                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))}});
+                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))},
+                     {"params", kept.replicated ? "replicated" : "rank mean"},
+                     {"layer_coefficients", optimizers[0]->layer_coefficients()}});
   };
 
   for (int64_t t = 1; t <= spec.steps; ++t) {
@@ -281,6 +326,11 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       break;
     }
     train_loss.push_back(loss);
+    // Only the dense steps feed v (all warmup steps; 0/1 Adam's variance steps).
+    if (zero_grads && t <= mask_step) {
+      const Phase ph = optimizers[0]->comm_schedule(t).phase;
+      if (ph == Phase::kWarmup || ph == Phase::kVarianceStep) zero_grads->observe(grads);
+    }
 
     const float lr = static_cast<float>(run.lr.lr_at(t));
     for (auto& opt : optimizers) opt->set_lr(lr);
@@ -306,6 +356,13 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     optim_s += seconds_since(t0);
     ++completed;
     if (!stepped[0]) ++skipped;
+    if (zero_grads && t == mask_step) {
+      const std::vector<float> mask = zero_grads->mask();
+      for (auto& opt : optimizers) opt->set_momentum_mask(mask);
+      run_json["exp_avg_mask"] = {{"rule", "zero_variance"},
+                                  {"applied_after_step", t},
+                                  {"masked_coordinates", zero_grads->zeros()}};
+    }
 
     const std::string phase = to_string(schedule.phase);
     PhaseBytes& pb = phases[phase];
@@ -348,8 +405,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
 
   run_json["label"] = run.label;
   run_json["seed"] = seed;
-  run_json["optimizer_type"] = run.optimizer_type;
-  run_json["optimizer"] = resolved_optimizer(run, spec.file);
+  run_json["optimizer_type"] = run.optimizer.type_name();
+  run_json["optimizer"] = to_json(run.optimizer);
   run_json["baseline"] = run.baseline.empty() ? nlohmann::json() : nlohmann::json(run.baseline);
   run_json["status"] = status;
   if (!error.empty()) run_json["error"] = error;
@@ -376,6 +433,19 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       finished && !evals.empty() ? evals.back()["test_accuracy"] : nlohmann::json();
   run_json["final_test_loss"] =
       finished && !evals.empty() ? evals.back()["test_loss"] : nlohmann::json();
+  run_json["final_params"] = finished && !evals.empty() ? evals.back()["params"] : nlohmann::json();
+  // The training objective of the model kept at the end, over the whole training set (the
+  // per-step train_loss is each batch's, on the workers' own parameters before the update).
+  run_json["final_train_set_loss"] = nullptr;
+  run_json["final_train_set_accuracy"] = nullptr;
+  if (finished) {
+    const auto t0 = Clock::now();
+    const Evaluation e =
+        evaluate(model, kept_params(params, mean_params).data, data.train, opts.threads);
+    eval_s += seconds_since(t0);
+    run_json["final_train_set_loss"] = e.loss;
+    run_json["final_train_set_accuracy"] = e.accuracy;
+  }
   const double wall = seconds_since(wall0);
   const double samples = static_cast<double>(completed) * static_cast<double>(B);
   run_json["timing"] = {
@@ -410,6 +480,8 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   result["experiment_file"] = spec.file;
   result["config"] = spec.config;
   result["environment"] = environment_json();
+  // Which product kernel ran. It changes speed only: every kernel gives the same bits.
+  result["environment"]["gemm_kernel"] = kernels::gemm_path_name();
   result["resolved"] = {{"model", spec.model},
                         {"num_params", model->num_params()},
                         {"layout", model->layout().to_json()},
@@ -424,7 +496,10 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                         {"seeds", spec.seeds},
                         {"train_examples", data.train.n},
                         {"test_examples", data.test.n},
-                        {"evaluated_params", "rank 0"}};
+                        {"evaluated_params",
+                         "replicated (all ranks equal, e.g. after a sync step), else the mean "
+                         "over the ranks"}};
+  result["warnings"] = spec.warnings;
   nlohmann::json runs = nlohmann::json::array();
   std::string first_error;
   bool stopped = false;
@@ -436,7 +511,7 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
       ++index;
       if (opts.progress)
         opts.progress(fmt::format("run {}/{}: '{}' ({}) seed {}, p = {}, batch {}, {} steps", index,
-                                  total, run.label, run.optimizer_type, seed, spec.workers,
+                                  total, run.label, run.optimizer.type_name(), seed, spec.workers,
                                   spec.batch_size, spec.steps));
       std::string error;
       runs.push_back(train_one(spec, run, seed, *model, data, opts, error));
