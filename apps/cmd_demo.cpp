@@ -21,8 +21,8 @@
 #include "clbo/collectives/local.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
-#include "clbo/optim/config.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/schedule/config.hpp"
 #include "cli.hpp"
 #include "demo_problem.hpp"
 

@@ -21,8 +21,8 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/layout.hpp"
 #include "clbo/core/npy.hpp"
-#include "clbo/optim/config.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/schedule/config.hpp"
 #include "cli.hpp"
 #include "nonfinite_scan.hpp"
 

@@ -16,7 +16,7 @@ struct ReportArgs {
   std::string results_dir = "results";
   std::string specs_dir;
   std::string format = "md";
-  std::string out_dir = "reports";
+  std::string out_dir = "tables";
   bool check_specs = false;
 };
 

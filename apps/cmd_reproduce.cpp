@@ -3,7 +3,7 @@
 // kernel and collective benchmarks (on a GPU node also the CUDA and NCCL ones), and finally
 // `clbo report` and `clbo plot` on what it produced. Every step is a child process of this
 // same binary (SimGrid allows one engine per process; the benchmark binary links MPI/NCCL,
-// which must not share a process with SimGrid), with its output in reports/logs/.
+// which must not share a process with SimGrid), with its output in logs/.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -312,15 +312,15 @@ Plan make_plan(const Options& o) {
     p.steps.push_back(s);
   }
   {
-    Step s = make_step("report", false, "report (reports/paper.md, headline.md, summary.md)");
+    Step s = make_step("report", false, "report (tables/paper.md, headline.md, summary.md)");
     s.commands.push_back({"clbo", "report", arg_path(p, results), "--specs", "experiments/paper",
-                          "--out", arg_path(p, p.out / "reports")});
+                          "--out", arg_path(p, p.out / "tables")});
     p.steps.push_back(s);
   }
   {
-    Step s = make_step("report", false, "plot (plots/*.png, *.svg)");
-    s.commands.push_back(
-        {"clbo", "plot", "--results", arg_path(p, results), "--out", arg_path(p, p.out / "plots")});
+    Step s = make_step("report", false, "plot (figures/*.png, *.svg)");
+    s.commands.push_back({"clbo", "plot", "--results", arg_path(p, results), "--out",
+                          arg_path(p, p.out / "figures")});
     p.steps.push_back(s);
   }
   return p;
@@ -356,7 +356,7 @@ class Runner {
  public:
   Runner(Plan& plan, bool quiet) : plan_(plan), quiet_(quiet), tty_(::isatty(STDERR_FILENO)) {
     self_ = clbo::cli::self_executable();
-    logs_ = plan.out / "reports" / "logs";
+    logs_ = plan.out / "logs";
     fs::create_directories(logs_);
     for (const auto& e : fs::directory_iterator(logs_))  // only this run's logs remain
       if (e.path().extension() == ".log") fs::remove(e.path());
@@ -537,7 +537,7 @@ class Runner {
 
 void print_plan(const Plan& p) {
   std::cout << "root (inputs): " << p.root.string()
-            << "\nout (results, reports, plots): " << p.out.string() << "\njobs: " << p.jobs
+            << "\nout (results, tables, figures, logs): " << p.out.string() << "\njobs: " << p.jobs
             << "\n";
   for (const auto& n : p.notes) std::cout << "note: " << n << "\n";
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -549,7 +549,7 @@ void print_plan(const Plan& p) {
 }
 
 void print_summary(const Plan& p, const Runner& r) {
-  const fs::path reports = p.out / "reports", headline = reports / "headline.md";
+  const fs::path tables = p.out / "tables", headline = tables / "headline.md";
   std::cout << "\n== Headline claims: paper vs clbo (" << shown(headline) << ") ==\n\n";
   if (fs::exists(headline)) {
     std::ifstream in(headline);
@@ -559,9 +559,9 @@ void print_summary(const Plan& p, const Runner& r) {
   }
   const std::vector<std::pair<std::string, std::string>> places = {
       {shown(p.out / "results") + "/", "results as JSON (schema: results/SCHEMA.md)"},
-      {shown(reports) + "/", "paper.md: every claim, paper vs clbo; headline.md; summary.md"},
-      {shown(p.out / "plots") + "/", "figures (PNG and SVG)"},
-      {shown(reports / "logs") + "/", "one log per step, and reproduce.log"}};
+      {shown(tables) + "/", "paper.md: every claim, paper vs clbo; headline.md; summary.md"},
+      {shown(p.out / "figures") + "/", "figures (PNG and SVG)"},
+      {shown(p.out / "logs") + "/", "one log per step, and reproduce.log"}};
   size_t width = 0;
   for (const auto& [path, what] : places) width = std::max(width, path.size());
   std::cout << "\n== Where everything is ==\n";
@@ -609,7 +609,7 @@ clbo::cli::Registrar reg(
     "reproduce",
     "The main job: validate every input, run every simulation experiment, a convergence smoke "
     "run (--full: the whole set), the CPU (and on a GPU node the CUDA/NCCL) benchmarks, then "
-    "write reports/ and plots/ (see docs/reproduce.md)",
+    "write tables/ and figures/ (see docs/reproduce.md)",
     [](CLI::App& sub) {
       auto o = std::make_shared<Options>();
       sub.add_flag("--full", o->full,
@@ -617,9 +617,9 @@ clbo::cli::Registrar reg(
                    "regenerate "
                    "results/convergence/SUMMARY.md");
       sub.add_option("--root", o->root,
-                     "tree whose experiments/ (and plots/ scripts) are read (default: the "
+                     "tree whose experiments/ (and report/plots/ scripts) are read (default: the "
                      "current folder if it has experiments/, else the source tree)");
-      sub.add_option("--out", o->out, "folder that receives results/, reports/ and plots/")
+      sub.add_option("--out", o->out, "folder that receives results/, tables/, figures/ and logs/")
           ->capture_default_str();
       sub.add_option("-j,--jobs", o->jobs,
                      "independent experiments run at once (default 0: one per core); results "

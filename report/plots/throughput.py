@@ -2,7 +2,7 @@
 """Throughput (samples/s) against GPUs on a log2 axis: one panel per cluster, one line per
 optimizer, from a clbo.simulate/1 results file.
 
-    python3 plots/throughput.py --results results --out plots \
+    python3 report/plots/throughput.py --results results --out figures \
         [--input sim/fabrics-optimizers.json] [--name throughput] [--cluster C ...]
 """
 import os

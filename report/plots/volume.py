@@ -3,7 +3,7 @@
 GPU count, each compressed optimizer annotated with its reduction factor against its named
 baseline (simulated.volume_reduction), from a clbo.simulate/1 results file.
 
-    python3 plots/volume.py --results results --out plots \
+    python3 report/plots/volume.py --results results --out figures \
         [--input sim/fabrics-optimizers.json] [--cluster paper-ib-v100] [--gpus 64]
 """
 import os

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Makes every figure listed in FIGURES from the results directory.
 
-    python3 plots/plot_all.py --results results --out plots [--only NAME ...] [--skip-missing]
+    python3 report/plots/plot_all.py --results results --out figures [--only NAME ...] [--skip-missing]
 
 Every input is loaded and checked (exists, valid JSON, known schema) before anything is
 drawn, and the figures are drawn into a temporary folder and moved into --out only when all
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (must come first: the matplotlib guard)
 
 # The one place to change what is plotted. name: output file stem (name.png, name.svg);
-# script: the module in plots/ whose plot() draws it; input: path under --results;
+# script: the module in report/plots/ whose plot() draws it; input: path under --results;
 # options: that plot()'s selection arguments (see each script's --help); made_by: the
 # command that writes the input (shown when it is missing).
 # Any clbo.simulate/1 file (results/paper/*.json too) works as input of the sim figures.
@@ -73,7 +73,7 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="figures: " + ", ".join(f["name"] for f in FIGURES))
     p.add_argument("--results", default="results", help="results directory (default: results)")
-    p.add_argument("--out", default="plots", help="output directory (default: plots)")
+    p.add_argument("--out", default="figures", help="output directory (default: figures)")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="draw only this figure (repeatable)")
     p.add_argument("--skip-missing", action="store_true",

@@ -7,7 +7,7 @@ loops, measured in the same run; 1.0 = streams as fast as the reference). Only o
 runs carry the counter, and runs marked in_cache = 1 are left out even if they carry it,
 since an in-cache rate is no fraction of memory bandwidth.
 
-    python3 plots/roofline.py --results results --out plots \
+    python3 report/plots/roofline.py --results results --out figures \
         [--input bench/kernels-cpu.json] [--counter frac_of_copy_bw]
 """
 import os

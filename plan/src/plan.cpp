@@ -1,22 +1,15 @@
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 
 #include <algorithm>
 #include <numeric>
 #include <string>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/onebit_padding.hpp"
 
 namespace clbo {
 
 namespace {
-
-// DeepSpeed's 1-bit padding (algorithms.md §1). Duplicated from kernels::onebit_padded_size
-// on purpose: this library links core only so the simulator needs no kernels; the tests
-// check both agree.
-uint64_t onebit_padded(size_t n, int p) {
-  const uint64_t unit = static_cast<uint64_t>(p) * std::lcm(static_cast<uint64_t>(p), 8);
-  return (n + unit - 1) / unit * unit;
-}
 
 uint64_t ring_chunk_len(size_t n, int p, int j) {
   return ring_chunk_begin(n, p, j + 1) - ring_chunk_begin(n, p, j);
@@ -52,7 +45,7 @@ void plan_direct(CommPlan& plan, uint64_t bytes, int round) {
 
 void plan_onebit(CommPlan& plan, size_t n) {
   plan.algorithm = "onebit_two_phase";
-  const uint64_t piece_bytes = onebit_padded(n, plan.p) / static_cast<uint64_t>(plan.p) / 8;
+  const uint64_t piece_bytes = onebit_padded_size(n, plan.p) / static_cast<uint64_t>(plan.p) / 8;
   if (n == 0) return;                 // the algorithm returns before any exchange
   plan_direct(plan, piece_bytes, 0);  // all-to-all of worker sign pieces
   plan_direct(plan, 4, 1);            // allgather of worker scales
@@ -124,7 +117,7 @@ CommPlan make_plan(const CommCall& call, int p) {
 uint64_t onebit_bytes_per_rank(size_t n, int p) {
   if (n == 0 || p <= 1) return 0;
   const uint64_t pm1 = static_cast<uint64_t>(p - 1);
-  return pm1 * onebit_padded(n, p) / (4 * static_cast<uint64_t>(p)) + 8 * pm1;
+  return pm1 * onebit_padded_size(n, p) / (4 * static_cast<uint64_t>(p)) + 8 * pm1;
 }
 
 uint64_t ring_bytes_per_rank(size_t n, int p, int rank, size_t elem_bytes) {

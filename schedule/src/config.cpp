@@ -1,4 +1,4 @@
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@ against samples seen, one line per run label (mean over seeds, band from the see
 max). A label whose seeds stopped early (NaN loss) is drawn up to its shortest seed and
 ends in a cross; its legend entry says how many seeds diverged.
 
-    python3 plots/convergence.py --results results --out plots \
+    python3 report/plots/convergence.py --results results --out figures \
         [--input convergence/adam_family.json] [--name convergence-adam_family]
 """
 import os

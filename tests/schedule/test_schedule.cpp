@@ -1,11 +1,11 @@
-// schedule_at: the calls of every step, as the simulator reads them (clbo_optim_config only).
+// schedule_at: the calls of every step, as the simulator reads them (clbo_schedule only).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <set>
 
-#include "clbo/collectives/plan.hpp"
-#include "clbo/optim/schedule.hpp"
+#include "clbo/plan/plan.hpp"
+#include "clbo/schedule/schedule.hpp"
 
 namespace clbo {
 namespace {

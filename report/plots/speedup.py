@@ -3,7 +3,7 @@
 over the optimizer's) against GPUs on a log2 axis: one panel per cluster, one line per
 compressed optimizer, from a clbo.simulate/1 results file.
 
-    python3 plots/speedup.py --results results --out plots \
+    python3 report/plots/speedup.py --results results --out figures \
         [--input sim/fabrics-optimizers.json] [--name speedup] [--cluster C ...]
 """
 import os

@@ -1,6 +1,6 @@
 // What each optimizer communicates at step t, as a pure function of its config, the layout
-// and the world size (algorithms.md §3–§7). Optimizer::comm_schedule returns exactly this
-// (SLAMB: with the exact compacted count, see below), and step() issues exactly these calls;
+// and the world size (docs/reference/algorithms.md §3–§7). Optimizer::comm_schedule returns exactly
+// this (SLAMB: with the exact compacted count, see below), and step() issues exactly these calls;
 // the simulator reads the same function without linking kernels.
 #pragma once
 #include <cstddef>
@@ -8,7 +8,7 @@
 
 #include "clbo/core/layout.hpp"
 #include "clbo/core/schedule.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 
 namespace clbo {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ctest driver for plots/: `check_plots.py CHECK SOURCE_DIR [CLBO]`.
+"""ctest driver for report/plots/: `check_plots.py CHECK SOURCE_DIR [CLBO]`.
 
   figures    plot_all.py on the committed results draws every figure of FIGURES as a
              non-trivial PNG and SVG with its source caption, and reruns are byte-identical
@@ -47,13 +47,13 @@ def results_copy(src, tmp):
     kernels = os.path.join(results, "bench", "kernels-cpu.json")
     if not os.path.exists(kernels):
         os.makedirs(os.path.dirname(kernels), exist_ok=True)
-        shutil.copy(os.path.join(src, "tests", "plots", "data", "kernels-cpu-sample.json"),
+        shutil.copy(os.path.join(src, "tests", "report", "plots", "data", "kernels-cpu-sample.json"),
                     kernels)
     return results
 
 
 def figure_names(src):
-    sys.path.insert(0, os.path.join(src, "plots"))
+    sys.path.insert(0, os.path.join(src, "report", "plots"))
     sys.dont_write_bytecode = True
     import plot_all  # noqa: E402
     return [f["name"] for f in plot_all.FIGURES]
@@ -65,7 +65,7 @@ def check_figures(src):
     with tempfile.TemporaryDirectory() as tmp:
         results = results_copy(src, tmp)
         out = os.path.join(tmp, "figs")
-        r = run([PYTHON, os.path.join(src, "plots", "plot_all.py"), "--results", results,
+        r = run([PYTHON, os.path.join(src, "report", "plots", "plot_all.py"), "--results", results,
                  "--out", out])
         if r.returncode != 0:
             fail(f"plot_all.py exited {r.returncode}:\n{r.stderr}")
@@ -85,7 +85,7 @@ def check_figures(src):
             fail(f"temporary files left in {out}: {leftovers}")
         # Determinism: a rerun of one figure gives identical files.
         again = os.path.join(tmp, "again")
-        r = run([PYTHON, os.path.join(src, "plots", "plot_all.py"), "--results", results,
+        r = run([PYTHON, os.path.join(src, "report", "plots", "plot_all.py"), "--results", results,
                  "--out", again, "--only", "volume"])
         if r.returncode != 0:
             fail(f"rerun exited {r.returncode}:\n{r.stderr}")
@@ -110,7 +110,7 @@ def expect_error(args, code, needles, what):
 
 def check_bad_input(src):
     need_matplotlib()
-    script = os.path.join(src, "plots", "throughput.py")
+    script = os.path.join(src, "report", "plots", "throughput.py")
     with tempfile.TemporaryDirectory() as tmp:
         results, out = os.path.join(tmp, "results"), os.path.join(tmp, "figs")
         os.makedirs(results)
@@ -126,7 +126,7 @@ def check_bad_input(src):
                      "corrupt file")
         # The other cases go through the same loader; checked in this process (each script
         # start costs a matplotlib import).
-        sys.path.insert(0, os.path.join(src, "plots"))
+        sys.path.insert(0, os.path.join(src, "report", "plots"))
         sys.dont_write_bytecode = True
         import common  # noqa: E402
         cases = [("missing.json", None, ["missing.json", "missing"]),
@@ -142,7 +142,7 @@ def check_bad_input(src):
                     if needle not in str(e):
                         fail(f"{name}: error does not mention '{needle}': {e}")
         # plot_all validates every input before drawing: nothing is written.
-        expect_error([PYTHON, os.path.join(src, "plots", "plot_all.py"), "--results", results,
+        expect_error([PYTHON, os.path.join(src, "report", "plots", "plot_all.py"), "--results", results,
                       "--out", out], 1, ["fabrics-optimizers.json", "missing"],
                      "plot_all with a missing input")
         if os.path.exists(out) and os.listdir(out):
@@ -154,7 +154,7 @@ def check_no_matplotlib(src):
     # Simulates a machine without matplotlib: the import of the package fails.
     code = ("import sys, runpy; sys.modules['matplotlib'] = None; "
             f"sys.argv = ['throughput.py', '--help']; "
-            f"runpy.run_path({os.path.join(src, 'plots', 'throughput.py')!r}, "
+            f"runpy.run_path({os.path.join(src, 'report', 'plots', 'throughput.py')!r}, "
             "run_name='__main__')")
     r = expect_error([PYTHON, "-c", code], 2,
                      ["matplotlib is missing", "apt-get install python3-matplotlib"],

@@ -1,10 +1,10 @@
-// Parsing and validation of DeepSpeed-style optimizer blocks (clbo_optim_config only).
+// Parsing and validation of DeepSpeed-style optimizer blocks (clbo_schedule only).
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "clbo/core/error.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 
 namespace clbo {
 namespace {

@@ -1,4 +1,4 @@
-#include "clbo/optim/schedule.hpp"
+#include "clbo/schedule/schedule.hpp"
 
 #include <algorithm>
 #include <cmath>

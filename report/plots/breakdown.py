@@ -4,7 +4,7 @@ exposed communication) per optimizer, one panel per cluster at one GPU count, fr
 clbo.simulate/1 results file. Each run's step kinds (warmup, compression, local, sync, ...)
 are weighted by their step counts, so the bar is the mean step over the whole run.
 
-    python3 plots/breakdown.py --results results --out plots \
+    python3 report/plots/breakdown.py --results results --out figures \
         [--input sim/fabrics-optimizers.json] [--gpus 64] [--cluster C ...]
 """
 import os

@@ -6,7 +6,7 @@
 // flags). Every field is validated before any work; errors are InputError naming the file,
 // the dotted field (`optimizer.params.lr`) and the value, with a suggestion for unknown names.
 //
-// This header and its library (clbo_optim_config) depend on core only, so the simulator can
+// This header and its library (clbo_schedule) depend on core only, so the simulator can
 // read configs and schedules without linking kernels or collectives.
 #pragma once
 #include <cstdint>
@@ -96,7 +96,7 @@ struct SlambParams {
   int64_t grad_size_thr = 9000;  // tensors with fewer elements (or 1-D) are always synced
   double max_coeff = 1000.0, min_coeff = 0.01;
   DType comm_dtype = DType::kF16;  // wire type of the compacted momentum allreduce
-  uint64_t seed = 0;               // Philox key of the shared mask (algorithms.md §7b)
+  uint64_t seed = 0;  // Philox key of the shared mask (docs/reference/algorithms.md §7b)
   bool operator==(const SlambParams&) const = default;
 };
 

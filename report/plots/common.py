@@ -320,7 +320,7 @@ def standard_args(description, extra=None, input_default=None, schema=None, name
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--results", default="results",
                    help="results directory to read (default: results)")
-    p.add_argument("--out", default="plots", help="where to write PNG and SVG (default: plots)")
+    p.add_argument("--out", default="figures", help="where to write PNG and SVG (default: figures)")
     if input_default:
         p.add_argument("--input", default=input_default, help=f"{schema} file under --results")
         p.add_argument("--name", default=name_default,
