@@ -99,7 +99,7 @@ clbo::cli::Registrar reg(
       auto args = std::make_shared<PlotArgs>();
       sub.add_option("--results", args->results, "results directory to read")
           ->capture_default_str();
-      sub.add_option("--out", args->out, "where to write the figures")->capture_default_str();
+      sub.add_option("-o,--out", args->out, "where to write the figures")->capture_default_str();
       sub.add_option("--python", args->python,
                      "Python interpreter with matplotlib (Debian's python3-matplotlib)")
           ->capture_default_str();

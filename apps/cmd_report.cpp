@@ -56,7 +56,7 @@ clbo::cli::Registrar reg(
       sub.add_option("--format", a->format, "Output format")
           ->check(CLI::IsMember({"md", "tex", "csv"}))
           ->capture_default_str();
-      sub.add_option("--out", a->out_dir, "Folder for paper.*, headline.* and summary.*")
+      sub.add_option("-o,--out", a->out_dir, "Folder for paper.*, headline.* and summary.*")
           ->capture_default_str();
       sub.add_flag("--check-specs", a->check_specs,
                    "Only load and validate the claim specs (no results needed); exit 0 when valid");

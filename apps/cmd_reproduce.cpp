@@ -619,7 +619,8 @@ clbo::cli::Registrar reg(
       sub.add_option("--root", o->root,
                      "tree whose experiments/ (and report/plots/ scripts) are read (default: the "
                      "current folder if it has experiments/, else the source tree)");
-      sub.add_option("--out", o->out, "folder that receives results/, tables/, figures/ and logs/")
+      sub.add_option("-o,--out", o->out,
+                     "folder that receives results/, tables/, figures/ and logs/")
           ->capture_default_str();
       sub.add_option("-j,--jobs", o->jobs,
                      "independent experiments run at once (default 0: one per core); results "
