@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 #include "clbo/train/lr_schedule.hpp"
 
