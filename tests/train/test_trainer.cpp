@@ -331,6 +331,20 @@ TEST(TrainRun, ZeroInWarmupMaskCoversTheAlwaysZeroGradients) {
   const auto& b = r["runs"][1]["train_loss"];
   for (size_t t = 0; t < 5; ++t) EXPECT_EQ(a[t], b[t]) << t;
   EXPECT_NE(a[7], b[7]);
+  // Unmasked, the blank pixel's weights receive the compressed momentum's scale divided by
+  // eps: the watch names such a coordinate as the largest update, with no nonzero gradient
+  // and a frozen variance of 0. Masked, no update after the switch comes near that.
+  const auto& unmasked = r["runs"][1]["largest_updates"];
+  const auto& jump = unmasked["after_switch"];
+  EXPECT_EQ(jump["tensor"], "fc1.weight");
+  EXPECT_EQ(jump["element"].get<size_t>() % 784, 0u);  // column 0: pixel 0
+  EXPECT_EQ(jump["dense_steps_with_nonzero_gradient"], 0);
+  EXPECT_EQ(jump["dense_steps"], 4);
+  EXPECT_EQ(jump["sqrt_frozen_variance"], 0.0);
+  EXPECT_FALSE(unmasked["first_jump"].is_null());
+  const auto& masked = r["runs"][0]["largest_updates"];
+  EXPECT_LT(masked["after_switch"]["abs_change"].get<double>(),
+            jump["abs_change"].get<double>() / 100);
 }
 
 // The thread count splits work but never changes a number: p < threads (chunks of one worker

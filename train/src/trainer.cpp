@@ -20,6 +20,7 @@
 #include "clbo/schedule/config.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/parallel.hpp"
+#include "freeze_watch.hpp"
 #include "summary_stats.hpp"
 
 namespace clbo::train {
@@ -218,33 +219,19 @@ KeptParams kept_params(const std::vector<std::vector<float>>& params, std::vecto
   return {mean.data(), false};
 }
 
-// The exp_avg_mask rule "zero_variance": which coordinates had an exactly zero gradient on
-// every rank at every dense step so far (their averaged gradient, hence v, is exactly 0).
-class ZeroGradientTracker {
- public:
-  explicit ZeroGradientTracker(size_t n) : always_zero_(n, 1) {}
-  void observe(const std::vector<std::vector<float>>& grads) {
-    for (const auto& g : grads)
-      for (size_t i = 0; i < g.size(); ++i) always_zero_[i] &= g[i] == 0.0f;
-  }
-  // 0 where the gradient was always zero, 1 elsewhere.
-  std::vector<float> mask() const {
-    std::vector<float> m(always_zero_.size());
-    for (size_t i = 0; i < m.size(); ++i) m[i] = always_zero_[i] ? 0.0f : 1.0f;
-    return m;
-  }
-  size_t zeros() const {
-    return static_cast<size_t>(std::count(always_zero_.begin(), always_zero_.end(), 1));
-  }
-
- private:
-  std::vector<uint8_t> always_zero_;
-};
-
-// The last step before compression takes over: where the variance freezes.
+// The last step before compression takes over, where the variance freezes; -1 for the kinds
+// that never switch (Adam, LAMB, SLAMB).
 int64_t switch_step(const OptimizerConfig& c) {
-  if (c.kind == OptimizerKind::kZeroOneAdam) return c.as<ZeroOneAdamParams>().var_freeze_step;
-  return onebit_warmup_steps(c);
+  switch (c.kind) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kLamb:
+    case OptimizerKind::kSlamb:
+      return -1;
+    case OptimizerKind::kZeroOneAdam:
+      return c.as<ZeroOneAdamParams>().var_freeze_step;
+    default:
+      return onebit_warmup_steps(c);
+  }
 }
 
 struct PhaseBytes {
@@ -268,11 +255,14 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   for (int r = 1; r < p; ++r) params[r] = params[0];
   std::vector<std::unique_ptr<Optimizer>> optimizers;
   for (int r = 0; r < p; ++r) optimizers.push_back(make_optimizer(run.optimizer, layout, p, r));
-  // The mask goes in at the switch: after the step where the variance freezes.
-  const int64_t mask_step =
-      run.momentum_mask == MomentumMask::kZeroVariance ? switch_step(run.optimizer) : 0;
-  std::optional<ZeroGradientTracker> zero_grads;
-  if (mask_step > 0) zero_grads.emplace(n);
+  // Around the switch: which coordinates freeze with v = 0 (the mask goes in right after the
+  // switch step) and which one jumps first if the run diverges.
+  std::optional<FreezeWatch> watch;
+  if (switch_step(run.optimizer) >= 0)
+    watch.emplace(layout, switch_step(run.optimizer), run.optimizer.common.beta2,
+                  run.optimizer.common.eps);
+  const bool masked = watch && run.momentum_mask == MomentumMask::kZeroVariance;
+  std::vector<float> before;  // rank 0's parameters before the update, for the watch
   GradientEngine engine(model, data.train, p, shard, static_cast<size_t>(spec.micro_batch),
                         opts.threads);
 
@@ -323,18 +313,20 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       error = fmt::format("{}: run '{}' seed {}: training loss is {} at step {}; stopped there",
                           spec.file, run.label, seed, std::isnan(loss) ? "NaN" : "Inf", t);
       run_json["nan_step"] = t;
+      if (watch) error += "; " + watch->explain_divergence();
       break;
     }
     train_loss.push_back(loss);
-    // Only the dense steps feed v (all warmup steps; 0/1 Adam's variance steps).
-    if (zero_grads && t <= mask_step) {
-      const Phase ph = optimizers[0]->comm_schedule(t).phase;
-      if (ph == Phase::kWarmup || ph == Phase::kVarianceStep) zero_grads->observe(grads);
-    }
 
     const float lr = static_cast<float>(run.lr.lr_at(t));
     for (auto& opt : optimizers) opt->set_lr(lr);
     const CommSchedule schedule = optimizers[0]->comm_schedule(optimizers[0]->steps_taken() + 1);
+    if (watch) {
+      // Only the dense steps feed v: the warmup steps, 0/1 Adam's variance steps.
+      watch->observe_gradients(
+          t, schedule.phase == Phase::kWarmup || schedule.phase == Phase::kVarianceStep, grads);
+      before = params[0];
+    }
     std::vector<uint64_t> sent(static_cast<size_t>(p), 0);
     std::vector<char> stepped(static_cast<size_t>(p), 0);
     t0 = Clock::now();
@@ -350,18 +342,19 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       status = "error";
       error = fmt::format("{}: run '{}' seed {}: optimizer failed at step {}: {}", spec.file,
                           run.label, seed, t, e.what());
+      if (watch) error += "; " + watch->explain_divergence();
       run_json["error_step"] = t;
       break;
     }
     optim_s += seconds_since(t0);
     ++completed;
     if (!stepped[0]) ++skipped;
-    if (zero_grads && t == mask_step) {
-      const std::vector<float> mask = zero_grads->mask();
-      for (auto& opt : optimizers) opt->set_momentum_mask(mask);
+    if (watch) watch->observe_update(t, before.data(), params[0].data());
+    if (masked && t == watch->switch_step()) {
+      for (auto& opt : optimizers) opt->set_momentum_mask(watch->zero_variance_mask());
       run_json["exp_avg_mask"] = {{"rule", "zero_variance"},
                                   {"applied_after_step", t},
-                                  {"masked_coordinates", zero_grads->zeros()}};
+                                  {"masked_coordinates", watch->zero_variance_count()}};
     }
 
     const std::string phase = to_string(schedule.phase);
@@ -418,6 +411,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
                              {"decay", to_string(run.lr.decay)},
                              {"final_fraction", run.lr.final_fraction}};
   run_json["train_loss"] = train_loss;
+  // The largest single update of rank 0's parameters before and after the switch.
+  if (watch) run_json["largest_updates"] = watch->updates_json();
   run_json["phase"] = phase_per_step;
   run_json["bytes_sent_per_worker_per_step"] = bytes_per_step;
   run_json["eval"] = evals;
