@@ -1,5 +1,5 @@
 // NaiveOneBitAdam: the error-compensated 1-bit Adam the 1-bit Adam paper argues against
-// (docs/optimizers.md, "The naive schemes"). No bias correction, as 1-bit Adam.
+// (docs/reference/algorithms.md §9.2). No bias correction, as 1-bit Adam.
 //   dense steps (t ≤ dense_steps, none by default): 1-bit Adam's warmup.
 //   every other step: ĝ = compressed_allreduce(g_local) (error feedback on); [ĝ *= mask];
 //                     m = β1·m + (1−β1)·ĝ;  v = β2·v + (1−β2)·ĝ²;  θ −= lr·(m/(√v+ε) + λθ).

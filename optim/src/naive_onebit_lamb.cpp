@@ -1,5 +1,5 @@
 // NaiveOneBitLamb: 1-bit Adam's scheme carried over to LAMB as the 1-bit LAMB paper's
-// motivation describes it (docs/optimizers.md, "The naive schemes"). No bias correction.
+// motivation describes it (docs/reference/algorithms.md §9.3). No bias correction.
 //   warmup (t ≤ freeze_step): LAMB on the dense gradient average (1-bit LAMB's warmup).
 //   compression: m = β1·m + (1−β1)·g_local; m = compressed_allreduce(m); [m *= mask];
 //                u = m/(√v+ε) + λθ with v frozen; θ_L −= lr·clamp(‖θ_L‖/‖u_L‖)·u_L.

@@ -2,8 +2,9 @@
 //   warmup (t ≤ freeze_step): dense gradient average; m, v and θ updated as Adam.
 //   compression: m = β1·m + (1−β1)·g_local; m = compressed_allreduce(m); [m *= mask];
 //                θ −= lr·(m/(√v+ε) + λθ) with v frozen at its warmup value.
-// OneBitAdamNoErrorFeedback is the same optimizer with both error buffers zeroed before every
-// compressed call, so each step's compression error is lost instead of fed back.
+// OneBitAdamNoErrorFeedback (docs/reference/algorithms.md §9.1) is the same optimizer with both
+// error buffers zeroed before every compressed call, so each step's compression error is lost
+// instead of fed back.
 #include "onebit_comm.hpp"
 #include "optimizers.hpp"
 

@@ -115,7 +115,7 @@ struct OneBitAdam {
   }
 };
 
-// The naive error-compensated 1-bit Adam (docs/optimizers.md, "The naive schemes"): after
+// The naive error-compensated 1-bit Adam (docs/reference/algorithms.md §9.2): after
 // `dense` dense steps, Adam without bias correction on the 1-bit allreduced gradient, m and
 // v both updated from it.
 struct NaiveOneBitAdam {
@@ -140,7 +140,7 @@ struct NaiveOneBitAdam {
   }
 };
 
-// The naive 1-bit LAMB (docs/optimizers.md, "The naive schemes"): 1-bit LAMB's warmup
+// The naive 1-bit LAMB (docs/reference/algorithms.md §9.3): 1-bit LAMB's warmup
 // without the coefficient EMA, then v frozen, the momentum 1-bit allreduced, and LAMB's
 // trust ratio recomputed from it every step.
 struct NaiveOneBitLamb {

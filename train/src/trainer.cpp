@@ -313,7 +313,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       error = fmt::format("{}: run '{}' seed {}: training loss is {} at step {}; stopped there",
                           spec.file, run.label, seed, std::isnan(loss) ? "NaN" : "Inf", t);
       run_json["nan_step"] = t;
-      if (watch) error += "; " + watch->explain_divergence();
+      if (watch && !watch->explain_divergence().empty())
+        error += "; " + watch->explain_divergence();
       break;
     }
     train_loss.push_back(loss);
@@ -342,7 +343,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       status = "error";
       error = fmt::format("{}: run '{}' seed {}: optimizer failed at step {}: {}", spec.file,
                           run.label, seed, t, e.what());
-      if (watch) error += "; " + watch->explain_divergence();
+      if (watch && !watch->explain_divergence().empty())
+        error += "; " + watch->explain_divergence();
       run_json["error_step"] = t;
       break;
     }

@@ -19,8 +19,8 @@
 
 namespace clbo {
 
-// The six optimizers of the papers, then three ablations the papers argue against (each
-// defined in docs/optimizers.md, "The naive schemes"): they exist to show what breaks.
+// The six optimizers of the papers, then three ablations the papers argue against
+// (docs/reference/algorithms.md §9): they exist to show what breaks.
 enum class OptimizerKind {
   kAdam,
   kLamb,
