@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CLBO=${1:-build/bin/clbo}
-SET=(adam_family lamb_family deepspeed_defaults)
+# Every experiment but the smoke subset, in file-name order as `clbo reproduce --full` runs them.
+SET=(adam_family deepspeed_defaults lamb_family)
 for name in "${SET[@]}"; do
   echo "load before $name: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   TIMEFORMAT="$name: %U s user, %S s sys, %R s wall"
