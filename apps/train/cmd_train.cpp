@@ -8,6 +8,7 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/kernels/gemm.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 #include "clbo/train/summary.hpp"
 #include "clbo/train/trainer.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 struct TrainArgs {
   std::vector<std::string> inputs;
-  std::string out, data_dir;
+  std::string out, data_dir, gemm = "auto";
   int threads = 2;
   bool summary = false, quiet = false, check = false;
 };
@@ -49,8 +50,11 @@ int run_train(const TrainArgs& a) {
     throw clbo::InputError("<command line>", "--threads", std::to_string(a.threads),
                            "must be in 1..64");
   const std::string& path = a.inputs[0];
+  if (a.gemm == "portable")
+    clbo::kernels::detail::set_gemm_path(clbo::kernels::detail::GemmPath::kPortable);
   // Validate the whole experiment before touching the data.
   clbo::train::ExperimentSpec spec = clbo::train::load_experiment(path);
+  for (const std::string& w : spec.warnings) std::cerr << "clbo: warning: " << w << "\n";
   if (!a.data_dir.empty()) spec.data_dir = a.data_dir;
   const clbo::train::FashionMnist data = clbo::train::load_fashion_mnist(spec.data_dir);
   if (a.check) {  // the data loaded and checked too: a missing dataset fails here, not later
@@ -98,6 +102,11 @@ clbo::cli::Registrar reg(
       sub.add_option("--threads", a->threads,
                      "threads for gradients and evaluation (results do not depend on it)")
           ->default_val(2);
+      sub.add_option("--gemm", a->gemm,
+                     "matrix-product kernel: auto (AVX2+FMA where the CPU has it) or portable "
+                     "(std::fma loops); both give bit-identical results, so this only checks that")
+          ->check(CLI::IsMember({"auto", "portable"}))
+          ->default_val("auto");
       sub.add_flag("--summary", a->summary,
                    "tabulate result files as Markdown instead of training");
       sub.add_flag("-q,--quiet", a->quiet, "no progress lines");

@@ -142,12 +142,13 @@ void speedup_tables(Document& doc, const ResultsStore& store) {
                   store.dir() + ".");
 }
 
-std::string mean_std(const json& e, const std::string& key, double scale, const char* unit) {
+std::string mean_std(const json& e, const std::string& key, double scale, const char* unit,
+                     int digits = 2) {
   const json* m = number_at(e, {key.c_str(), "mean"});
   if (!m) return kDash;
   const json* s = number_at(e, {key.c_str(), "std"});
-  std::string out = fmt::format("{:.2f}", m->get<double>() * scale);
-  if (s) out += fmt::format(" ± {:.2f}", s->get<double>() * scale);
+  std::string out = fmt::format("{:.{}f}", m->get<double>() * scale, digits);
+  if (s) out += fmt::format(" ± {:.{}f}", s->get<double>() * scale, digits);
   return out + unit;
 }
 
@@ -158,12 +159,13 @@ void convergence_tables(Document& doc, const ResultsStore& store) {
     Table t;
     t.title = "Convergence gaps: " + f->key;
     t.caption =
-        "Measured final test accuracy over seeds (mean ± std), its gap to the baseline "
-        "in accuracy points, and bytes sent relative to the baseline, from " +
+        "Measured final test accuracy and training-set loss over seeds (mean ± std), the "
+        "accuracy gap to the baseline in points (paired by seed), and bytes sent relative to "
+        "the baseline, from " +
         f->path + ".";
-    t.header = {"run",           "optimizer",    "baseline",        "seeds",
-                "test accuracy", "gap (points)", "comm vs baseline"};
-    t.right_align = {false, false, false, true, true, true, true};
+    t.header = {"run",           "optimizer",    "baseline",          "seeds",
+                "test accuracy", "gap (points)", "training-set loss", "comm vs baseline"};
+    t.right_align = {false, false, false, true, true, true, true, true};
     for (const auto& s : f->doc["summary"]) {
       const json* comm = number_at(s, {"comm_relative_to_baseline"});
       std::string seeds = str(s, "seeds_run");
@@ -172,6 +174,7 @@ void convergence_tables(Document& doc, const ResultsStore& store) {
       t.rows.push_back({str(s, "label"), str(s, "optimizer_type"), str(s, "baseline"), seeds,
                         mean_std(s, "final_test_accuracy", 100, " %"),
                         mean_std(s, "gap_to_baseline_points", 1, ""),
+                        mean_std(s, "final_train_set_loss", 1, "", 4),
                         comm ? format_number(comm->get<double>()) + "x" : kDash});
     }
     doc.table(std::move(t));

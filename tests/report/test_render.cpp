@@ -161,7 +161,7 @@ TEST_F(PaperDocumentTest, SummaryTablesComeFromWhateverResultsExist) {
   EXPECT_NE(md.find("| paper-eth-v100 | 1-bit Adam vs Adam | 2.50x | 3.20x |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("| 1-bit Adam | OneBitAdam | Adam | 2 | 86.80 ± 0.20 % | -0.20 ± 0.10 | "
-                    "0.224x |"),
+                    "0.2500 ± 0.0125 | 0.224x |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| BM_compress_fused/16777216 | 20.125 | 8.50 | 0.910 |"), std::string::npos)
