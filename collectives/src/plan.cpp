@@ -10,14 +10,6 @@ namespace clbo {
 
 namespace {
 
-// DeepSpeed's 1-bit padding (algorithms.md §1). Duplicated from kernels::onebit_padded_size
-// on purpose: this library links core only so the simulator needs no kernels; the tests
-// check both agree.
-uint64_t onebit_padded(size_t n, int p) {
-  const uint64_t unit = static_cast<uint64_t>(p) * std::lcm(static_cast<uint64_t>(p), 8);
-  return (n + unit - 1) / unit * unit;
-}
-
 uint64_t ring_chunk_len(size_t n, int p, int j) {
   return ring_chunk_begin(n, p, j + 1) - ring_chunk_begin(n, p, j);
 }
@@ -26,9 +18,10 @@ void add(CommPlan& plan, int src, int dst, uint64_t bytes, int round) {
   if (bytes > 0) plan.transfers.push_back(Transfer{src, dst, bytes, round});
 }
 
-void plan_ring(CommPlan& plan, size_t n, size_t elem_bytes) {
+}  // namespace
+
+void ring_allreduce_plan(CommPlan& plan, size_t n, size_t elem_bytes) {
   const int p = plan.p;
-  plan.algorithm = "ring";
   for (int s = 0; s < p - 1; ++s) {
     for (int r = 0; r < p; ++r) {
       const int chunk = ((r - s) % p + p) % p;
@@ -43,24 +36,33 @@ void plan_ring(CommPlan& plan, size_t n, size_t elem_bytes) {
   }
 }
 
-// Every rank sends `bytes` to every other rank within one round.
-void plan_direct(CommPlan& plan, uint64_t bytes, int round) {
+void ring_allgather_plan(CommPlan& plan, uint64_t bytes, int round) {
+  for (int s = 0; s + 1 < plan.p; ++s)
+    for (int r = 0; r < plan.p; ++r) add(plan, r, (r + 1) % plan.p, bytes, round + s);
+}
+
+void direct_exchange_plan(CommPlan& plan, uint64_t bytes, int round) {
   for (int r = 0; r < plan.p; ++r) {
     for (int k = 1; k < plan.p; ++k) add(plan, r, (r + k) % plan.p, bytes, round);
   }
 }
 
-void plan_onebit(CommPlan& plan, size_t n) {
-  plan.algorithm = "onebit_two_phase";
-  const uint64_t piece_bytes = onebit_padded(n, plan.p) / static_cast<uint64_t>(plan.p) / 8;
-  if (n == 0) return;                 // the algorithm returns before any exchange
-  plan_direct(plan, piece_bytes, 0);  // all-to-all of worker sign pieces
-  plan_direct(plan, 4, 1);            // allgather of worker scales
-  plan_direct(plan, piece_bytes, 2);  // allgather of server sign chunks
-  plan_direct(plan, 4, 3);            // allgather of server scales
+uint64_t onebit_padded_size(size_t n, int p) {
+  if (p < 1)
+    throw InputError("onebit_padded_size", "p", std::to_string(p),
+                     "the world size must be at least 1");
+  const uint64_t unit = static_cast<uint64_t>(p) * std::lcm(static_cast<uint64_t>(p), 8);
+  return (n + unit - 1) / unit * unit;
 }
 
-}  // namespace
+std::vector<OnebitExchange> onebit_exchanges(size_t n, int p) {
+  if (n == 0) return {};
+  const uint64_t piece = onebit_padded_size(n, p) / static_cast<uint64_t>(p) / 8;
+  return {{CollKind::kAlltoall, piece, "worker sign pieces"},
+          {CollKind::kAllgather, 4, "worker scales"},
+          {CollKind::kAllgather, piece, "server chunks"},
+          {CollKind::kAllgather, 4, "server scales"}};
+}
 
 uint64_t CommPlan::bytes_sent_by(int rank) const {
   uint64_t total = 0;
@@ -100,22 +102,28 @@ CommPlan make_plan(const CommCall& call, int p) {
   switch (call.kind) {
     case CollKind::kAllreduce:
     case CollKind::kSparseAllreduce:
-      plan_ring(plan, call.count, dtype_bytes(call.dtype));
+      plan.algorithm = "ring";
+      ring_allreduce_plan(plan, call.count, dtype_bytes(call.dtype));
       break;
-    case CollKind::kCompressedAllreduce:
-      plan_onebit(plan, call.count);
+    case CollKind::kCompressedAllreduce: {
+      // clbo's algorithm runs every exchange, the allgathers included, as a direct exchange.
+      plan.algorithm = "onebit_two_phase";
+      int round = 0;
+      for (const OnebitExchange& e : onebit_exchanges(call.count, p))
+        direct_exchange_plan(plan, e.bytes, round++);
       break;
+    }
     case CollKind::kTopkAllgather:
       plan.algorithm = "direct_allgather";
-      plan_direct(plan, 8 * static_cast<uint64_t>(call.count), 0);
+      direct_exchange_plan(plan, 8 * static_cast<uint64_t>(call.count));
       break;
     case CollKind::kAlltoall:
       plan.algorithm = "direct_alltoall";
-      plan_direct(plan, call.count * dtype_bytes(call.dtype), 0);
+      direct_exchange_plan(plan, call.count * dtype_bytes(call.dtype));
       break;
     case CollKind::kAllgather:
       plan.algorithm = "direct_allgather";
-      plan_direct(plan, call.count * dtype_bytes(call.dtype), 0);
+      direct_exchange_plan(plan, call.count * dtype_bytes(call.dtype));
       break;
   }
   return plan;
@@ -124,7 +132,7 @@ CommPlan make_plan(const CommCall& call, int p) {
 uint64_t onebit_bytes_per_rank(size_t n, int p) {
   if (n == 0 || p <= 1) return 0;
   const uint64_t pm1 = static_cast<uint64_t>(p - 1);
-  return pm1 * onebit_padded(n, p) / (4 * static_cast<uint64_t>(p)) + 8 * pm1;
+  return pm1 * onebit_padded_size(n, p) / (4 * static_cast<uint64_t>(p)) + 8 * pm1;
 }
 
 uint64_t ring_bytes_per_rank(size_t n, int p, int rank, size_t elem_bytes) {

@@ -8,8 +8,10 @@
 
 #include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
+#include "clbo/sim/expansion/nccl_tuning.hpp"
+#include "clbo/sim/expansion/rounds.hpp"
 #include "sim_test_util.hpp"
 
 using namespace clbo;
@@ -243,7 +245,7 @@ TEST(Executor, MergedPipelineFillMatchesTheSamePatternMerge) {
 
 TEST(Executor, MergedShiftsMatchTheConcurrentAlltoall) {
   // A node-level all-to-all with more network flows than the cap carries k shifts per flow
-  // (executor.cpp, merge_shifts). On a single switch with TCP crosstraffic and on the
+  // (lowering.cpp, merge_shifts). On a single switch with TCP crosstraffic and on the
   // oversubscribed two-level tree it ends when the all-at-once exchange does.
   for (const char* preset : {"paper-eth-v100", "paper-ib-v100"}) {
     const ClusterSpec c = resolve_cluster(preset, "test", "cluster");

@@ -19,8 +19,8 @@
 #include "clbo/core/schedule.hpp"
 #include "clbo/optim/config.hpp"
 #include "clbo/sim/cluster.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
 #include "clbo/sim/workload.hpp"
 
 namespace clbo::sim {
