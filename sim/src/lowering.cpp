@@ -1,6 +1,7 @@
 #include "clbo/sim/lowering.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -78,50 +79,83 @@ class Lowering {
 
   // An all-to-all between per-node endpoints (aggregation hosts, node CPUs) has N−1 flows
   // per node, all at once: SimGrid re-solves the whole set of flows sharing NICs at every
-  // start and end, so the cost grows as flows². Here shifts (node i → i + s) are taken k at
-  // a time and each node's messages of a group travel as one flow to the group's first
-  // shift, so no more than max_flows_per_round network flows remain. Every NIC still carries
-  // the same bytes in each direction, all at once; where NICs are the only shared links
-  // (single switch) a fair-shared all-to-all ends when the busiest NIC has moved its bytes,
-  // the same for both forms. Only shifts that leave the source's leaf switch for every
-  // source (L ≤ s ≤ N−L, L nodes per leaf) are merged, so the bytes crossing the uplinks stay
-  // those of the original. tests/sim/test_executor.cpp compares both forms.
+  // start and end, so the cost grows as flows². When a round holds more network flows than
+  // max_flows_per_round, each node's messages are carried by a few flows that load every
+  // link with the bytes of the original, all at once; a fair-shared all-to-all ends when
+  // its busiest link has moved its bytes, the same in both forms
+  // (tests/sim/test_executor.cpp compares them):
+  //  * one switch (or leaves that do not divide the nodes): shifts (node i → i + s) are
+  //    taken k at a time and a group's messages travel as one flow to the group's first
+  //    shift; every NIC keeps its bytes in each direction. Only shifts that leave the
+  //    source's leaf for every source (L ≤ s ≤ N−L) are merged, so the bytes crossing the
+  //    uplinks stay those of the original.
+  //  * L nodes per leaf switch, N = leaves × L: node i's messages to the other nodes of its
+  //    leaf travel as one flow to its leaf neighbour (local index + 1), and its messages to
+  //    the other leaves, taken k leaves at a time, as one flow to the node with its local
+  //    index in the group's first leaf. Every NIC keeps its bytes in each direction (each
+  //    node receives from one source per leaf group and from its leaf neighbour), and every
+  //    leaf uplink and downlink keeps the bytes between each pair of leaves.
   void merge_shifts(std::vector<std::pair<uint64_t, Flow>>& flows) const {
     auto network = [&](const Flow& f) {
       return f.x.src >= pf_.p && f.x.dst >= pf_.p && pf_.node_of(f.x.src) != pf_.node_of(f.x.dst);
     };
-    const int leaf = std::max(1, pf_.nodes_per_leaf);
-    auto mergeable = [&](int shift) { return shift >= leaf && shift <= pf_.nodes - leaf; };
-    std::vector<int> shifts;  // distinct mergeable shifts of network flows, ascending
-    size_t merge_count = 0, keep_count = 0;
-    for (const auto& [key, f] : flows) {
-      if (!network(f)) continue;
-      const int shift = key_shift(key);
-      if (!mergeable(shift)) {
-        ++keep_count;
-        continue;
-      }
-      ++merge_count;
-      if (shifts.empty() || shifts.back() != shift) shifts.push_back(shift);
-    }
     const size_t cap = static_cast<size_t>(std::max(1, opt_.max_flows_per_round));
-    if (merge_count + keep_count <= cap || shifts.size() < 2) return;
-    const size_t budget = std::max(cap > keep_count ? cap - keep_count : 0,
-                                   merge_count / shifts.size());  // at least one group
-    const size_t k = (merge_count + budget - 1) / budget;
-    if (k < 2) return;
-    std::unordered_map<int, int> group_shift;  // shift → first shift of its group
-    for (size_t i = 0; i < shifts.size(); ++i) group_shift[shifts[i]] = shifts[i - i % k];
+    const int leaf = std::max(1, pf_.nodes_per_leaf);
+    // The destination node each network flow is sent to instead (src node, dst node).
+    std::function<int(int, int)> target;
+    if (leaf > 1 && pf_.nodes % leaf == 0) {
+      size_t count = 0;
+      for (const auto& [key, f] : flows) count += network(f) ? 1 : 0;
+      if (count <= cap) return;
+      const int leaves = pf_.nodes / leaf;
+      const int per_node = static_cast<int>(cap / static_cast<size_t>(pf_.nodes));
+      const int groups = std::max(1, per_node - 1);  // one flow stays within the leaf
+      const int k = std::max(1, (leaves - 1 + groups - 1) / groups);
+      target = [leaf, leaves, k](int i, int j) {
+        const int li = i / leaf, t = ((j / leaf - li) % leaves + leaves) % leaves;
+        if (t == 0) return li * leaf + (i % leaf + 1) % leaf;
+        const int first = 1 + (t - 1) / k * k;
+        return (li + first) % leaves * leaf + i % leaf;
+      };
+    } else {
+      auto mergeable = [&](int shift) { return shift >= leaf && shift <= pf_.nodes - leaf; };
+      std::vector<int> shifts;  // distinct mergeable shifts of network flows, ascending
+      size_t merge_count = 0, keep_count = 0;
+      for (const auto& [key, f] : flows) {
+        if (!network(f)) continue;
+        const int shift = key_shift(key);
+        if (!mergeable(shift)) {
+          ++keep_count;
+          continue;
+        }
+        ++merge_count;
+        if (shifts.empty() || shifts.back() != shift) shifts.push_back(shift);
+      }
+      if (merge_count + keep_count <= cap || shifts.size() < 2) return;
+      const size_t budget = std::max(cap > keep_count ? cap - keep_count : 0,
+                                     merge_count / shifts.size());  // at least one group
+      const size_t k = (merge_count + budget - 1) / budget;
+      if (k < 2) return;
+      std::unordered_map<int, int> group_shift;  // shift → first shift of its group
+      for (size_t i = 0; i < shifts.size(); ++i) group_shift[shifts[i]] = shifts[i - i % k];
+      const int nodes = pf_.nodes;
+      target = [group_shift = std::move(group_shift), mergeable, nodes](int i, int j) {
+        const int shift = ((j - i) % nodes + nodes) % nodes;
+        return mergeable(shift) ? (i + group_shift.at(shift)) % nodes : j;
+      };
+    }
     std::unordered_map<uint64_t, size_t> slot;
     std::vector<std::pair<uint64_t, Flow>> out;
     for (auto& [key, f] : flows) {
       uint64_t k2 = key;
       Flow g = f;
-      if (network(f) && mergeable(key_shift(key))) {
-        const int shift = group_shift.at(key_shift(key));
+      if (network(f)) {
         const int src_node = pf_.node_of(f.x.src), dst_node = pf_.node_of(f.x.dst);
-        g.x.dst = f.x.dst - dst_node + (src_node + shift) % pf_.nodes;  // same kind of endpoint
-        k2 = flow_key(shift, g.x.src, g.x.dst);
+        const int to = target(src_node, dst_node);
+        if (to != dst_node) {
+          g.x.dst = f.x.dst - dst_node + to;  // the same kind of endpoint on node `to`
+          k2 = flow_key(((to - src_node) % pf_.nodes + pf_.nodes) % pf_.nodes, g.x.src, g.x.dst);
+        }
       }
       auto [it, fresh] = slot.try_emplace(k2, out.size());
       if (fresh) {

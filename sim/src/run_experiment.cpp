@@ -9,6 +9,7 @@
 #include <set>
 
 #include "clbo/core/error.hpp"
+#include "clbo/sim/expansion/expand.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/projection.hpp"
 #include "clbo/sim/results_json.hpp"
@@ -88,11 +89,11 @@ nlohmann::json run_experiment(const nlohmann::json& spec_json, const std::string
       for (size_t oi = 0; oi < spec.optimizers.size(); ++oi) {
         const auto& kinds = kinds_of(oi, p);
         for (size_t ki = 0; ki < kinds.size(); ++ki) {
-          // Step kinds with the same calls share one program (Adam's dense step and 1-bit
-          // Adam's warmup step, for instance): the phase name does not change the traffic.
-          StepKind calls_only = kinds[ki];
-          calls_only.schedule.phase = Phase::kDense;
-          std::string key = calls_only.signature();
+          // Step kinds whose calls expand alike share one program (Adam's dense step and
+          // 1-bit Adam's warmup step, 1-bit Adam's and 0/1 Adam's compressed exchanges):
+          // neither the phase nor a compressed call's name changes the traffic.
+          std::string key;
+          for (const CommCall& c : kinds[ki].schedule.calls) key += "|" + expansion_key(c);
           if (spec.overlap) key += fmt::format("|mb{}", pt.micro_batch);
           auto [it, fresh] = program_index.try_emplace(key, programs.size());
           if (fresh) programs.push_back(step_program(kinds[ki], s));

@@ -40,6 +40,13 @@ std::vector<Segment> expand_call(const CommCall& call, int idx, const ClusterSpe
   return out;
 }
 
+std::string expansion_key(const CommCall& call) {
+  const bool named =
+      call.kind != CollKind::kCompressedAllreduce && call.kind != CollKind::kTopkAllgather;
+  return fmt::format("{}:{}:{}:{}", to_string(call.kind), call.count, to_string(call.dtype),
+                     named ? call.what : "");
+}
+
 Program calls_program(const std::vector<CommCall>& calls, const ClusterSpec& c, int p,
                       const KernelModel& km, const ExpandOptions& o) {
   Program prog;

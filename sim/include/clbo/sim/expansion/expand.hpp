@@ -15,6 +15,7 @@
 //   SLAMB            compaction kernel, then an allreduce of the compacted buffer; its
 //                    periodic parameter sync is a plain fp32 allreduce in the schedule.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "clbo/core/schedule.hpp"
@@ -28,6 +29,12 @@ namespace clbo::sim {
 // All segments of one call. `call_index` tags them for per-call timing.
 std::vector<Segment> expand_call(const CommCall& call, int call_index, const ClusterSpec& c, int p,
                                  const KernelModel& km, const ExpandOptions& o);
+
+// The call as far as expand_call depends on it: calls with equal keys expand to identical
+// segments (labels included), so one simulated program serves them all. The compressed and
+// top-k calls' `what` names no segment, so 1-bit Adam's "momentum" and 0/1 Adam's "grad"
+// and "momentum_accumulator" exchanges share one program.
+std::string expansion_key(const CommCall& call);
 
 // A program of `calls` back to back, every call tagged 0 (no compute phases): what the
 // cross-check tests and the simulator benchmark time.
