@@ -61,10 +61,14 @@ void attach_paper_rows(nlohmann::json& results, const std::string& file) {
   check_paper_rows(spec, file);
   const nlohmann::json& rows = rows_of(spec);
   if (rows.empty()) return;
-  const size_t per_row = spec["simulate"]["optimizers"].size();
   nlohmann::json& runs = results["runs"];
   for (size_t r = 0; r < runs.size(); ++r) {
-    const nlohmann::json& row = rows[r / per_row];
+    if (!runs[r].contains("point") || !runs[r]["point"].is_number_unsigned() ||
+        runs[r]["point"].get<size_t>() >= rows.size())
+      throw InputError(file, fmt::format("runs[{}].point", r),
+                       runs[r].value("point", nlohmann::json(nullptr)).dump(),
+                       "every run must name the row it simulated");
+    const nlohmann::json& row = rows[runs[r]["point"].get<size_t>()];
     if (!row.contains("paper")) continue;
     nlohmann::json& run = runs[r];
     nlohmann::json err = nlohmann::json::object();

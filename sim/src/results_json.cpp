@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "clbo/core/results.hpp"
+#include "clbo/sim/implementation.hpp"
 
 namespace clbo::sim {
 
@@ -109,7 +110,16 @@ nlohmann::json results_document(const nlohmann::json& spec_json, const std::stri
       {"kernel_bench", spec.kernel_bench_file.empty() ? nlohmann::json(nullptr)
                                                       : nlohmann::json(spec.kernel_bench_file)},
       {"target_rounds", spec.expand.target_rounds},
-      {"max_flows_per_round", spec.session.max_flows_per_round}};
+      {"max_flows_per_round", spec.session.max_flows_per_round},
+      {"implementation",
+       [&] {
+         nlohmann::json l = nlohmann::json::array();
+         for (Implementation im : spec.implementations) l.push_back(to_string(im));
+         return l;
+       }()},
+      {"deepspeed_profile_counted_from", kDeepspeedVersion},
+      {"launch_us", spec.expand.launch_s * 1e6},
+      {"host_sync_us", spec.expand.host_sync_s * 1e6}};
   return {{"schema", "clbo.simulate/1"},
           {"experiment", file},
           {"name", spec_json.value("name", "")},
@@ -153,9 +163,10 @@ nlohmann::json without_timing(nlohmann::json j) {
 }
 
 std::string results_table(const nlohmann::json& results) {
-  std::string out = fmt::format("{:<18} {:>5} {:<14} {:>10} {:>26} {:>10} {:>7} {:>7} {:>6}\n",
-                                "cluster", "GPUs", "optimizer", "samples/s", "step ms per kind",
-                                "run GB/GPU", "volume", "speedup", "eff");
+  std::string out =
+      fmt::format("{:<18} {:>5} {:<14} {:<9} {:>10} {:>26} {:>10} {:>7} {:>7} {:>6}\n", "cluster",
+                  "GPUs", "optimizer", "impl", "samples/s", "step ms per kind", "run GB/GPU",
+                  "volume", "speedup", "eff");
   for (const auto& run : results["runs"]) {
     std::string kinds;
     for (const auto& k : run["step_kinds"]) {
@@ -167,12 +178,13 @@ std::string results_table(const nlohmann::json& results) {
     auto ratio = [](const nlohmann::json& v) {
       return v.is_null() ? std::string("-") : fmt::format("{:.2f}x", v.get<double>());
     };
-    out += fmt::format("{:<18} {:>5} {:<14} {:>10.1f} {:>26} {:>10.1f} {:>7} {:>7} {:>5.0f}%\n",
-                       run["cluster"].get<std::string>().substr(0, 18), run["gpus"].get<int>(),
-                       run["optimizer"].get<std::string>().substr(0, 14),
-                       s["samples_per_s"].get<double>(), kinds,
-                       s["total_bytes_per_gpu"].get<double>() / 1e9, ratio(s["volume_reduction"]),
-                       ratio(s["speedup"]), 100 * s["scaling_efficiency"].get<double>());
+    out +=
+        fmt::format("{:<18} {:>5} {:<14} {:<9} {:>10.1f} {:>26} {:>10.1f} {:>7} {:>7} {:>5.0f}%\n",
+                    run["cluster"].get<std::string>().substr(0, 18), run["gpus"].get<int>(),
+                    run["optimizer"].get<std::string>().substr(0, 14),
+                    run.value("implementation", "clbo"), s["samples_per_s"].get<double>(), kinds,
+                    s["total_bytes_per_gpu"].get<double>() / 1e9, ratio(s["volume_reduction"]),
+                    ratio(s["speedup"]), 100 * s["scaling_efficiency"].get<double>());
     if (run.contains("paper")) {
       std::string errs;
       for (auto it = s["error_pct_vs_paper"].begin(); it != s["error_pct_vs_paper"].end(); ++it)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "clbo/core/config.hpp"
@@ -21,6 +22,35 @@ const nlohmann::json& array_field(ConfigReader& r, const nlohmann::json& obj,
   }
   if (!obj[key].is_array() || obj[key].empty()) r.fail(key, "expected a non-empty array");
   return obj[key];
+}
+
+Implementation parse_implementation(const nlohmann::json& v, const std::string& file,
+                                    const std::string& field) {
+  static const std::vector<std::string> names = {"clbo", "deepspeed"};
+  if (!v.is_string() || std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
+    throw InputError(file, field, v.dump(),
+                     "unknown implementation: expected \"clbo\" or \"deepspeed\"" +
+                         (v.is_string() ? did_you_mean(v.get<std::string>(), names) : ""));
+  return v.get<std::string>() == "clbo" ? Implementation::kClbo : Implementation::kDeepspeed;
+}
+
+// "implementation": one profile or a non-empty list of distinct ones.
+std::vector<Implementation> parse_implementations(const nlohmann::json& v, const std::string& file,
+                                                  const std::string& field, bool list_allowed) {
+  if (!v.is_array()) return {parse_implementation(v, file, field)};
+  if (!list_allowed)
+    throw InputError(file, field, v.dump(),
+                     "an optimizer entry runs under one implementation: \"clbo\" or "
+                     "\"deepspeed\"");
+  if (v.empty()) throw InputError(file, field, "[]", "expected at least one implementation");
+  std::vector<Implementation> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Implementation im = parse_implementation(v[i], file, fmt::format("{}[{}]", field, i));
+    if (std::find(out.begin(), out.end(), im) != out.end())
+      throw InputError(file, fmt::format("{}[{}]", field, i), v[i].dump(), "listed twice");
+    out.push_back(im);
+  }
+  return out;
 }
 
 DType parse_dtype(ConfigReader& r, const std::string& key, DType def) {
@@ -81,6 +111,10 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     o.ignore("label");
     o.ignore("optimizer");
     o.ignore("baseline");
+    o.ignore("implementation");
+    if (opts[i].contains("implementation"))
+      e.implementations =
+          parse_implementations(opts[i]["implementation"], file, o.field("implementation"), false);
     if (!opts[i].contains("optimizer"))
       o.fail("optimizer", "required: a DeepSpeed optimizer block");
     e.config = parse_optimizer_config(opts[i]["optimizer"], file);
@@ -131,6 +165,16 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
   s.session.max_flows_per_round =
       static_cast<int>(r.integer("max_flows_per_round", s.session.max_flows_per_round, 16));
   s.expand.target_rounds = static_cast<int>(r.integer("target_rounds", s.expand.target_rounds, 1));
+  r.ignore("implementation");
+  if (sim.contains("implementation"))
+    s.implementations =
+        parse_implementations(sim["implementation"], file, r.field("implementation"), true);
+  s.expand.implementation = s.implementations.front();
+  s.expand.launch_s = r.number_in("launch_us", s.expand.launch_s * 1e6, 0, true, 1e6, true) * 1e-6;
+  s.expand.host_sync_s =
+      r.number_in("host_sync_us", s.expand.host_sync_s * 1e6, 0, true, 1e6, true) * 1e-6;
+  for (OptimizerEntry& e : s.optimizers)
+    if (e.implementations.empty()) e.implementations = s.implementations;
 
   r.ignore("compute");
   if (sim.contains("compute")) {

@@ -18,8 +18,9 @@ json spec_with(json paper) {
             {"rows", json::array({row0, row1})}}}};
 }
 
-json run(double comm_ms, double step_ms) {
+json run(size_t point, double comm_ms, double step_ms) {
   return {
+      {"point", point},
       {"step_kinds", json::array({{{"simulated", {{"comm_ms", comm_ms}, {"time_ms", step_ms}}}}})},
       {"simulated", {{"speedup", nullptr}}}};
 }
@@ -27,8 +28,9 @@ json run(double comm_ms, double step_ms) {
 }  // namespace
 
 TEST(PaperRows, AttachesValuesAndErrorsToTheRunsOfEachRow) {
-  json results = {{"config", spec_with({{"allreduce_ms", 100.0}, {"step_ms", 200.0}})},
-                  {"runs", json::array({run(110, 190), run(90, 210), run(1, 2), run(3, 4)})}};
+  json results = {
+      {"config", spec_with({{"allreduce_ms", 100.0}, {"step_ms", 200.0}})},
+      {"runs", json::array({run(0, 110, 190), run(0, 90, 210), run(1, 1, 2), run(1, 3, 4)})}};
   report::attach_paper_rows(results, "x.json");
   for (int r : {0, 1}) {  // both optimizers of row 0
     const json& run = results["runs"][r];

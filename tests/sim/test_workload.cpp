@@ -4,6 +4,7 @@
 
 #include "clbo/core/error.hpp"
 #include "clbo/sim/presets.hpp"
+#include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/workload.hpp"
 
 using namespace clbo;

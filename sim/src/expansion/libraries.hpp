@@ -8,7 +8,7 @@
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/expansion/options.hpp"
 #include "clbo/sim/program.hpp"
-#include "clbo/sim/workload.hpp"
+#include "clbo/sim/kernel_model.hpp"
 
 namespace clbo::sim {
 

@@ -4,6 +4,7 @@
 
 #include "clbo/collectives/plan.hpp"
 #include "clbo/sim/expansion/rounds.hpp"
+#include "clbo/sim/implementation.hpp"
 #include "libraries.hpp"
 #include "segments.hpp"
 
@@ -24,36 +25,66 @@ std::vector<Segment> onebit_mpi(const CommCall& call, int idx, const ClusterSpec
                         intra, net, 0, 1.0, o);
   };
   // Device↔host copies of each rank's buffers through the node's PCIe path (DeepSpeed's
-  // mpi.py stages cupy buffers in host memory when MPI is not CUDA-aware).
-  auto stage = [&](const std::string& label, uint64_t bytes, bool to_host) {
+  // mpi.py stages cupy buffers in host memory when MPI is not CUDA-aware). `copies`
+  // separate blocking copies cost a copy latency each; DeepSpeed's stream sync after them
+  // is paid once.
+  const bool ds = o.implementation == Implementation::kDeepspeed;
+  auto stage = [&](const std::string& label, uint64_t bytes, int copies, bool to_host) {
     Round r;
     for (int rank = 0; rank < p; ++rank) {
       const int host = p + rank / g;
       add_transfer(r, to_host ? rank : host, to_host ? host : rank, bytes);
     }
+    for (Xfer& x : r) x.steps = copies;
     Segment s =
         make_segment("stage " + label, idx, {r}, o.copy_latency_s, o.copy_latency_s, 0, 1.0, o);
     s.staging = true;
+    if (ds) s.start_latency_s = o.host_sync_s;
     return s;
   };
+  // comm.Barrier() after phase 2 (mpi.py:121): a dissemination barrier, ⌈log₂ p⌉ rounds of
+  // one-byte messages that are not counted as traffic.
+  auto barrier = [&] {
+    std::vector<Round> rounds;
+    for (int d = 1; d < p; d *= 2) {
+      Round r;
+      for (int rank = 0; rank < p; ++rank) r.push_back(Xfer{rank, (rank + d) % p, 1, 1, false});
+      rounds.push_back(std::move(r));
+    }
+    return mpi("barrier", std::move(rounds));
+  };
+  const uint64_t up = static_cast<uint64_t>(p);
+  // What mpi.py copies (gather_host, allgather_host; its receive buffers go down too) and
+  // what clbo's model of the same exchange stages (one copy of each payload).
+  const bool staged = !o.mpi_cuda_aware;
   std::vector<Segment> s;
   s.push_back(compute_segment("compress (worker error feedback + sign + scale)", idx,
-                              km.worker_compress_s(n), true));
-  if (!o.mpi_cuda_aware) s.push_back(stage("worker signs device→host", n / 8 + 4, true));
+                              onebit_part_s(OnebitPart::kWorker, km, o, call.count, p), true));
+  if (staged)
+    s.push_back(ds ? stage("worker signs device→host", n / 8 + 4 + 4 * up, p + 2, true)
+                   : stage("worker signs device→host", n / 8 + 4, 1, true));
   // mpi.py's phase 1 is p hand-rolled gathers, one to each server: every pair at once.
   s.push_back(mpi("phase 1: gather of sign pieces to their servers", alltoall_rounds(p, piece)));
   s.back().alltoall = true;
   s.push_back(mpi(fmt::format("phase 1: allgather of {}", ex[1].name),
                   ring_allgather_rounds(p, ex[1].bytes)));
-  if (!o.mpi_cuda_aware) s.push_back(stage("gathered pieces host→device", n / 8, false));
-  s.push_back(compute_segment("server average + re-compress", idx, km.server_s(n, p), true));
-  if (!o.mpi_cuda_aware) s.push_back(stage("server chunk device→host", piece + 4, true));
+  if (staged)
+    s.push_back(ds ? stage("gathered pieces host→device", 2 * (n / 8) + 4 + 4 * up, p + 3, false)
+                   : stage("gathered pieces host→device", n / 8, 1, false));
+  s.push_back(compute_segment("server average + re-compress", idx,
+                              onebit_part_s(OnebitPart::kServer, km, o, call.count, p), true));
+  if (staged)
+    s.push_back(ds ? stage("server chunk device→host", piece + n / 8 + 4 + 4 * up, 4, true)
+                   : stage("server chunk device→host", piece + 4, 1, true));
   for (size_t i = 2; i < ex.size(); ++i)
     s.push_back(mpi(fmt::format("phase 2: allgather of {}", ex[i].name),
                     ring_allgather_rounds(p, ex[i].bytes)));
-  if (!o.mpi_cuda_aware)
-    s.push_back(stage("server chunks host→device", n / 8 + 4 * static_cast<uint64_t>(p), false));
-  s.push_back(compute_segment("unpack", idx, km.unpack_s(n), true));
+  if (staged && ds) s.push_back(barrier());
+  if (staged)
+    s.push_back(ds ? stage("server chunks host→device", piece + n / 8 + 4 + 4 * up, 4, false)
+                   : stage("server chunks host→device", n / 8 + 4 * up, 1, false));
+  s.push_back(compute_segment("unpack", idx,
+                              onebit_part_s(OnebitPart::kUnpack, km, o, call.count, p), true));
   return s;
 }
 

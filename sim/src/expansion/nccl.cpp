@@ -5,6 +5,7 @@
 #include "clbo/collectives/plan.hpp"
 #include "clbo/sim/expansion/nccl_tuning.hpp"
 #include "clbo/sim/expansion/rounds.hpp"
+#include "clbo/sim/implementation.hpp"
 #include "libraries.hpp"
 #include "segments.hpp"
 
@@ -68,7 +69,6 @@ std::vector<Segment> nccl_allreduce(const CommCall& call, int idx, const Cluster
 
 std::vector<Segment> onebit_nccl(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                  const KernelModel& km, const ExpandOptions& o) {
-  const uint64_t n = onebit_padded_size(call.count, p);
   const std::vector<OnebitExchange> ex = onebit_exchanges(call.count, p);
   // DeepSpeed's nccl.py: all_to_all_single for the sign pieces, all_gather for the rest.
   auto exchange = [&](int phase, const OnebitExchange& e) {
@@ -79,13 +79,15 @@ std::vector<Segment> onebit_nccl(const CommCall& call, int idx, const ClusterSpe
   };
   std::vector<Segment> s;
   s.push_back(compute_segment("compress (worker error feedback + sign + scale)", idx,
-                              km.worker_compress_s(n), true));
+                              onebit_part_s(OnebitPart::kWorker, km, o, call.count, p), true));
   for (size_t i = 0; i < ex.size(); ++i) {
     if (i == 2)
-      s.push_back(compute_segment("server average + re-compress", idx, km.server_s(n, p), true));
+      s.push_back(compute_segment("server average + re-compress", idx,
+                                  onebit_part_s(OnebitPart::kServer, km, o, call.count, p), true));
     s.push_back(exchange(i < 2 ? 1 : 2, ex[i]));
   }
-  s.push_back(compute_segment("unpack", idx, km.unpack_s(n), true));
+  s.push_back(compute_segment("unpack", idx,
+                              onebit_part_s(OnebitPart::kUnpack, km, o, call.count, p), true));
   return s;
 }
 

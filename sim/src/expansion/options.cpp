@@ -5,6 +5,9 @@ namespace clbo::sim {
 const char* to_string(Backend b) {
   return b == Backend::kNccl ? "nccl" : "mpi";
 }
+const char* to_string(Implementation i) {
+  return i == Implementation::kClbo ? "clbo" : "deepspeed";
+}
 const char* to_string(Algo a) {
   switch (a) {
     case Algo::kAuto:

@@ -20,7 +20,7 @@ const std::vector<std::string>& paper_row_quantities();
 void check_paper_rows(const nlohmann::json& spec, const std::string& file);
 
 // Adds the published values and the errors to each run of `results` (a clbo.simulate/1
-// document whose config is the spec): runs come in (row, optimizer) order.
+// document whose config is the spec): each run names its row as "point".
 void attach_paper_rows(nlohmann::json& results, const std::string& file);
 
 }  // namespace clbo::report

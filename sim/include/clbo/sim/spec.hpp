@@ -8,7 +8,8 @@
 //      "clusters": ["<preset>"|"<file.json>"|{...}, ...],
 //      "gpus": [1, 8, 64, ...],
 //      "optimizers": [{"label": "Adam", "optimizer": {DeepSpeed block}},
-//                     {"label": "1-bit Adam", "optimizer": {...}, "baseline": "Adam"}],
+//                     {"label": "1-bit Adam", "optimizer": {...}, "baseline": "Adam",
+//                      "implementation": "deepspeed"}],   // fixes this entry's profile
 //      "micro_batch": 16, "batch_size": 4096 | "grad_acc": 1, "total_steps": 152500,
 //      "grad_dtype": "fp16", "backend": "nccl"|"mpi", "mpi_cuda_aware": false,
 //      "allreduce": "auto"|"ring"|"tree"|"hierarchical", "protocol": "auto"|"LL"|...,
@@ -16,6 +17,8 @@
 //      "compute": {"<gpu>": {profile} | "<profile.json>"}, "kernel_efficiency": 0.85,
 //      "kernel_bench": "<clbo bench kernels JSON>", "max_flows_per_round": 1024,
 //      "target_rounds": 48,
+//      "implementation": "clbo"|"deepspeed"|["deepspeed", "clbo"],  // the first is primary
+//      "launch_us": 10, "host_sync_us": 10,       // host costs of the deepspeed profile
 //      "rows": [{"cluster": ..., "gpus": ..., "micro_batch": ..., "batch_size": ...,
 //                "paper": {...}, "paper_source": "..."}]  // points instead of clusters × gpus
 //    }}
@@ -33,6 +36,7 @@
 #include "clbo/optim/config.hpp"
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/expansion/options.hpp"
+#include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/lowering.hpp"
 #include "clbo/sim/workload.hpp"
 
@@ -41,6 +45,8 @@ namespace clbo::sim {
 struct OptimizerEntry {
   std::string label, baseline;  // baseline: the label of another entry, or empty
   OptimizerConfig config;
+  // The profiles this entry runs under: its own "implementation", else the block's.
+  std::vector<Implementation> implementations;
 };
 
 // One simulated setting: a cluster (index into ExperimentSpec::clusters), a GPU count and
@@ -64,7 +70,9 @@ struct ExperimentSpec {
   double kernel_efficiency = 0.85;
   nlohmann::json kernel_bench;  // `clbo bench kernels` output, or null
   std::string kernel_bench_file;
-  ExpandOptions expand;
+  ExpandOptions expand;  // its `implementation` is the primary one
+  // Every profile the block runs (the first is primary); entries may fix their own.
+  std::vector<Implementation> implementations = {Implementation::kClbo};
   SessionOptions session;
   std::map<std::string, ComputeProfile> compute;  // user-measured profiles by GPU
 };

@@ -7,6 +7,9 @@
 namespace clbo::sim {
 
 enum class Backend { kNccl, kMpi };
+// Whose compressed-allreduce and optimizer code a run models: clbo's fused kernels, or
+// DeepSpeed's unfused torch/CuPy dataflow (implementation.hpp, docs/implementations.md).
+enum class Implementation { kClbo, kDeepspeed };
 enum class Algo { kAuto, kRing, kTree, kHierarchical };
 enum class Proto { kAuto, kLL, kLL128, kSimple };
 
@@ -25,9 +28,15 @@ struct ExpandOptions {
   bool tree_chains = false;       // simulate the intra-node chains even in fast mode
   bool tree_merge_fill = true;    // false: merge only same-pattern tree rounds
   size_t param_count = 0;         // the model's n (SLAMB's compaction kernel reads all of it)
+  Implementation implementation = Implementation::kClbo;
+  // Host costs of an eager dataflow (the deepspeed implementation; assumptions stated in
+  // docs/implementations.md): issuing one torch/CuPy op, and one host-blocking sync.
+  double launch_s = 10e-6;
+  double host_sync_s = 10e-6;
 };
 
 const char* to_string(Backend b);
+const char* to_string(Implementation i);
 const char* to_string(Algo a);
 const char* to_string(Proto p);
 
