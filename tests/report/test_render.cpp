@@ -95,11 +95,11 @@ TEST_F(PaperDocumentTest, TablesInSpecOrderWithOutOfBandAndNotComputedSections) 
   ASSERT_NE(second, std::string::npos) << md;
   EXPECT_LT(first, second);
   EXPECT_NE(md.find("| BERT-Large, 64 V100, 40 GbE | speedup over Adam | up to 3.3x | 3.20x | "
-                    "-3.0% | ✓ | simulated | published.md:9 |"),
+                    "-3.0% | ✓ | – | simulated | published.md:9 |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 3.3x | 2.50x | -24.2% | ✗ | simulated |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| – | – | – | published | published.md:9 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 3.3x | 2.50x | -24.2% | ✗ | – | simulated |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| – | – | – | – | published | published.md:9 |"), std::string::npos) << md;
   EXPECT_NE(md.find("- out (BERT-Large, 64 V100, 40 GbE; speedup over Adam): clbo 2.50x vs paper "
                     "3.3x, -24.2% against ±15%: unexplained"),
             std::string::npos)
@@ -118,18 +118,19 @@ TEST_F(PaperDocumentTest, TablesInSpecOrderWithOutOfBandAndNotComputedSections) 
   const std::string& flat = csv.files.at("paper.csv");
   EXPECT_EQ(flat.substr(0, flat.find('\n')),
             "id,paper,table,setting,quantity,kind,unit,up_to,paper_value,clbo_value,rel_error,"
-            "within_band,tolerance,provenance,source,max_min_of,explanation,results_files");
+            "within_band,tolerance,provenance,source,max_min_of,explanation,results_files,"
+            "implementation,value_clbo,value_deepspeed");
   EXPECT_NE(flat.find("\nin,1-bit Adam,1-bit Adam: throughput,\"BERT-Large, 64 V100, 40 GbE\","
                       "speedup over Adam,speedup,x,true,3.3,3.2,"),
             std::string::npos)
       << flat;
-  EXPECT_NE(flat.find(",no,0.15,simulated,published.md:9,,unexplained,paper/demo-claims\n"),
+  EXPECT_NE(flat.find(",no,0.15,simulated,published.md:9,,unexplained,paper/demo-claims,clbo,2.5,\n"),
             std::string::npos)
       << flat;
   const ReportOutput tex = build_report({spec}, store, "tex");
   // Setting and quantity wrap; the numbers are right-aligned.
   EXPECT_NE(
-      tex.files.at("paper.tex").find("\\begin{tabular}{p{0.2\\textwidth}p{0.2\\textwidth}rrrlll}"),
+      tex.files.at("paper.tex").find("\\begin{tabular}{p{0.2\\textwidth}p{0.2\\textwidth}rrrllll}"),
       std::string::npos);
   EXPECT_NE(tex.files.at("paper.tex").find("up to 3.3x & 3.20x & -3.0\\% & $\\checkmark$"),
             std::string::npos);
