@@ -1,5 +1,5 @@
-// Programs executed as s4u actors with real transfers (simgrid-notes §3.4 and §8.3), after
-// lowering.cpp has turned them into flows between endpoints.
+// Programs executed as s4u actors with real transfers (docs/reference/simgrid-notes.md §3.4
+// and §8.3), after lowering.cpp has turned them into flows between endpoints.
 //
 // One actor per endpoint. For each round an actor posts its receives, then its sends (each
 // after its own latency), and waits for all of them: the next round starts when this

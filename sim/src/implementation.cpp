@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/core/error.hpp"
 
 namespace clbo::sim {

@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/onebit.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo {
 namespace {
@@ -59,7 +59,7 @@ TEST(CommPlan, OnebitIsFourDirectPhasesMatchingTheClosedForm) {
       const CommPlan plan = make_plan({CollKind::kCompressedAllreduce, n, DType::kF32, "m"}, p);
       EXPECT_EQ(plan.num_rounds(), 4);
       EXPECT_EQ(plan.transfers.size(), static_cast<size_t>(4 * p * (p - 1)));
-      const uint64_t n_pad = kernels::onebit_padded_size(n, p);
+      const uint64_t n_pad = clbo::onebit_padded_size(n, p);
       for (const Transfer& t : plan.transfers) {
         EXPECT_NE(t.src, t.dst);
         EXPECT_EQ(t.bytes, t.round % 2 == 0 ? n_pad / p / 8 : 4u);
@@ -98,14 +98,6 @@ TEST(CommPlan, DirectCollectivesAndTopk) {
   EXPECT_EQ(ag.bytes_sent_by(2), 9u);
   const CommPlan topk = make_plan({CollKind::kTopkAllgather, 5, DType::kF16, ""}, p);
   EXPECT_EQ(topk.bytes_sent_by(1), 3u * 40);  // 8 bytes per pair whatever the dtype
-}
-
-TEST(CommPlan, OnebitPaddingIsTheKernelsRule) {
-  for (int p : {1, 2, 3, 5, 6, 8, 12, 16, 24, 64, 1000, 1024})
-    for (size_t n :
-         {size_t{0}, size_t{1}, size_t{7}, size_t{13}, size_t{1001}, size_t{336'226'108}})
-      EXPECT_EQ(onebit_padded_size(n, p), kernels::onebit_padded_size(n, p)) << n << " " << p;
-  EXPECT_THROW(onebit_padded_size(10, 0), InputError);
 }
 
 TEST(CommPlan, OnebitExchangesNameEachPhaseOnce) {

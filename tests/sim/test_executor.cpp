@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/sim/execution.hpp"
 #include "clbo/sim/expansion/expand.hpp"
 #include "clbo/sim/expansion/nccl_tuning.hpp"

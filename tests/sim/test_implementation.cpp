@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/core/error.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/implementation.hpp"
 #include "clbo/sim/workload.hpp"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/sim/expansion/nccl_tuning.hpp"
 #include "clbo/sim/expansion/rounds.hpp"
 #include "clbo/sim/implementation.hpp"

@@ -17,7 +17,7 @@
 
 #include "clbo/core/layout.hpp"
 #include "clbo/core/schedule.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/sim/expansion/options.hpp"
 #include "clbo/sim/kernel_model.hpp"
 

@@ -1,5 +1,5 @@
-// clbo's compression kernels as the simulator times them: the roofline of published.md
-// ("Minimum bytes per element") at `efficiency` of datasheet HBM bandwidth, or the rates a
+// clbo's compression kernels as the simulator times them: the roofline of
+// docs/reference/published.md §5.5 at `efficiency` of datasheet HBM bandwidth, or the rates a
 // `clbo bench kernels` run measured. DeepSpeed's unfused dataflow is timed by
 // implementation.hpp instead.
 #pragma once
@@ -9,11 +9,11 @@
 
 namespace clbo::sim {
 
-// Compression-kernel roofline (published.md "Minimum bytes per element"): seconds for the
+// Compression-kernel roofline (docs/reference/published.md §5.5): seconds for the
 // compressed allreduce's kernels on one GPU, at `efficiency` of datasheet HBM bandwidth.
 struct KernelModel {
   double hbm_Bps = 0;
-  double efficiency = 0.85;         // streaming kernels reach 85–93% of datasheet (published.md)
+  double efficiency = 0.85;         // streaming kernels reach 85–93% of datasheet (docs/reference/published.md §5.1)
   double compress_Bpe = 20.125;     // error feedback + sign + RMS scale, bytes per element
   double unpack_Bpe = 4.125;        // bits → scaled fp32
   double compact_Bpe = 4.125;       // SLAMB: mask draw + read m, per element of the buffer

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "clbo/core/schedule.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/expansion/options.hpp"
 #include "clbo/sim/kernel_model.hpp"

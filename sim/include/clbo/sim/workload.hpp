@@ -5,8 +5,8 @@
 // Compute model (docs/simulator.md, "Compute"): forward and backward time of one
 // micro-batch of m samples is max(floor, per_sample × m): a launch/latency floor at small
 // m, compute-bound above it. Profiles measured on a GPU come from the workload JSON
-// (V100 values are fitted to Table 1 of published.md); another GPU gets the profile of the
-// workload's reference GPU scaled by the documented rule in scale_profile().
+// (V100 values are fitted to Table 1 of docs/reference/published.md); another GPU gets the profile
+// of the workload's reference GPU scaled by the documented rule in scale_profile().
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

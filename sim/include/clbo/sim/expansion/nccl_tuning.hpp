@@ -1,4 +1,4 @@
-// NCCL's cost model (published.md, "NCCL's own cost model"; NCCL's src/graph/tuning.cc):
+// NCCL's cost model (docs/reference/published.md §5.3; NCCL's src/graph/tuning.cc):
 // time = base latency + hops × per-hop latency + bytes / (bandwidth × protocol efficiency),
 // with the published base and per-hop latencies. It picks the allreduce algorithm and
 // protocol the way NCCL does, and gives every expanded segment its per-message latency.

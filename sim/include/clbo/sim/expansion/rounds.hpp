@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/sim/program.hpp"
 
 namespace clbo::sim {
