@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "clbo/plan/plan.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo::sim {
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "clbo/plan/plan.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/schedule/config.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/implementation.hpp"

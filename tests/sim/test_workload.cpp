@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "clbo/core/error.hpp"
-#include "clbo/sim/presets.hpp"
 #include "clbo/sim/kernel_model.hpp"
+#include "clbo/sim/presets.hpp"
 #include "clbo/sim/workload.hpp"
 
 using namespace clbo;

@@ -7,8 +7,8 @@
 #include "clbo/core/schedule.hpp"
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/expansion/options.hpp"
-#include "clbo/sim/program.hpp"
 #include "clbo/sim/kernel_model.hpp"
+#include "clbo/sim/program.hpp"
 
 namespace clbo::sim {
 

@@ -65,7 +65,6 @@ void ring_allreduce_plan(CommPlan& plan, size_t n, size_t elem_bytes);
 void ring_allgather_plan(CommPlan& plan, uint64_t bytes, int round = 0);
 void direct_exchange_plan(CommPlan& plan, uint64_t bytes, int round = 0);
 
-
 // The four exchanges of the 1-bit two-phase scheme, in order. `kind` is kAlltoall (each rank
 // sends `bytes` to every other rank, a different block to each) or kAllgather (each rank
 // contributes `bytes` that every other rank receives); `name` is the one name reports and

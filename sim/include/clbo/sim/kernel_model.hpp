@@ -13,7 +13,8 @@ namespace clbo::sim {
 // compressed allreduce's kernels on one GPU, at `efficiency` of datasheet HBM bandwidth.
 struct KernelModel {
   double hbm_Bps = 0;
-  double efficiency = 0.85;         // streaming kernels reach 85–93% of datasheet (docs/reference/published.md §5.1)
+  // Streaming kernels reach 85–93% of datasheet (docs/reference/published.md §5.1).
+  double efficiency = 0.85;
   double compress_Bpe = 20.125;     // error feedback + sign + RMS scale, bytes per element
   double unpack_Bpe = 4.125;        // bits → scaled fp32
   double compact_Bpe = 4.125;       // SLAMB: mask draw + read m, per element of the buffer

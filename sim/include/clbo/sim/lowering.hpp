@@ -1,5 +1,6 @@
 // Lowering a Program onto endpoints: the last step before SimGrid, kept free of SimGrid so
-// it can be tested on its own (docs/reference/simgrid-notes.md §3.4 and §8.3; docs/simulator.md, "Speed").
+// it can be tested on its own (docs/reference/simgrid-notes.md §3.4 and §8.3; docs/simulator.md,
+// "Speed").
 //
 // Per round: transfers between ranks that share an endpoint (MPI ranks on one CPU) are
 // local copies (counted, not simulated); in fast mode the inter-node transfers between the
