@@ -166,6 +166,28 @@ TEST_F(PaperDocumentTest, SummaryTablesComeFromWhateverResultsExist) {
       << md;
   EXPECT_NE(md.find("| BM_compress_fused/16777216 | 20.125 | 8.50 | 0.910 |"), std::string::npos)
       << md;
+  // A file with two implementation profiles: each profile's speedup is its own row.
+  json two = sim_results();
+  json runs = json::array();
+  for (const char* impl : {"clbo", "deepspeed"})
+    for (json r : two["runs"]) {
+      r["implementation"] = impl;
+      if (std::string(impl) == "deepspeed" && r["simulated"]["speedup"].is_number())
+        r["simulated"]["speedup"] = r["simulated"]["speedup"].get<double>() / 2;
+      runs.push_back(r);
+    }
+  two["runs"] = runs;
+  write_json("results/sim/profiles.json", two);
+  const std::string both = render_markdown(summary_document(ResultsStore::load(path("results"))));
+  EXPECT_NE(both.find("| cluster | optimizer | implementation | 16 GPUs | 64 GPUs |"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("| paper-eth-v100 | 1-bit Adam vs Adam | clbo | 2.50x | 3.20x |"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("| paper-eth-v100 | 1-bit Adam vs Adam | deepspeed | 1.25x | 1.60x |"),
+            std::string::npos)
+      << both;
   // With nothing there, each section says so instead of an empty table.
   fs::create_directories(path("empty"));
   const std::string none = render_markdown(summary_document(ResultsStore::load(path("empty"))));
