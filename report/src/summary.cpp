@@ -83,22 +83,27 @@ void volume_table(Document& doc, const ResultsStore& store) {
 }
 
 // Speedup: one table per simulation file, a row per (cluster, optimizer) and a column per
-// GPU count; the batch joins the row when one (cluster, GPUs, optimizer) has several.
+// GPU count; the batch joins the row when one (cluster, GPUs, optimizer) has several, and the
+// implementation profile when the file holds more than one (each run is compared with its own
+// profile's baseline, so the profiles' speedups are different rows, never one cell).
 void speedup_tables(Document& doc, const ResultsStore& store) {
   bool any = false;
   for (const ResultsFile* f : store.with_schema("clbo.simulate/1")) {
     const json& runs = runs_of(*f);
     std::set<double> gpus;
     std::map<std::string, std::set<std::string>> batches;
+    std::set<std::string> implementations;
     for (const auto& r : runs) {
       if (!number_at(r, {"simulated", "speedup"}) || !r["gpus"].is_number()) continue;
       gpus.insert(r["gpus"].get<double>());
+      implementations.insert(str(r, "implementation"));
       batches[str(r, "cluster") + "|" + str(r, "gpus") + "|" + str(r, "optimizer")].insert(
           str(r, "batch_size"));
     }
     if (gpus.empty()) continue;
     bool by_batch = false;
     for (const auto& [k, b] : batches) by_batch |= b.size() > 1;
+    const bool by_implementation = implementations.size() > 1;
     std::vector<std::string> row_keys;
     std::map<std::string, std::map<double, std::string>> cells;
     std::map<std::string, std::vector<std::string>> labels;
@@ -108,6 +113,7 @@ void speedup_tables(Document& doc, const ResultsStore& store) {
       std::vector<std::string> label = {str(r, "cluster"),
                                         str(r, "optimizer") + " vs " + str(r, "baseline")};
       if (by_batch) label.push_back(str(r, "batch_size"));
+      if (by_implementation) label.push_back(str(r, "implementation"));
       std::string key;
       for (const auto& l : label) key += l + "|";
       if (!cells.count(key)) {
@@ -124,6 +130,7 @@ void speedup_tables(Document& doc, const ResultsStore& store) {
         f->path + ".";
     t.header = {"cluster", "optimizer"};
     if (by_batch) t.header.push_back("batch");
+    if (by_implementation) t.header.push_back("implementation");
     t.right_align.assign(t.header.size(), false);
     for (double g : gpus) {
       t.header.push_back(fmt::format("{} GPU{}", g, g == 1 ? "" : "s"));

@@ -1,4 +1,4 @@
-#include "clbo/sim/sim_plan.hpp"
+#include "clbo/sim/program.hpp"
 
 #include <algorithm>
 #include <map>
@@ -23,13 +23,6 @@ size_t Program::num_transfers() const {
   size_t n = 0;
   for (const Segment& s : segments) n += s.num_transfers();
   return n;
-}
-
-std::vector<Round> rounds_from_plan(const CommPlan& plan) {
-  std::vector<Round> rounds(static_cast<size_t>(plan.num_rounds()));
-  for (const Transfer& t : plan.transfers)
-    rounds[static_cast<size_t>(t.round)].push_back(Xfer{t.src, t.dst, t.bytes, 1});
-  return rounds;
 }
 
 namespace {

@@ -4,21 +4,19 @@
 // Endpoints of a world of p ranks on N nodes:
 //   [0, p)          GPU of rank r (node r / G)
 //   [p, p+N)        CPU of node n (MPI host staging)
-//   [p+N, p+2N)     the node's inter-node aggregation point (fast mode, see lower.hpp)
+//   [p+N, p+2N)     the node's inter-node aggregation point (fast mode, see lowering.hpp)
 //
 // A segment is one phase of a collective as a library runs it (a ring allreduce, the
 // all-to-all of the 1-bit scheme, a host-staging copy). Its rounds run in order; within a
 // round every transfer is independent. Each endpoint starts round r+1 once its own sends
 // and receives of round r are done, which is the dependency of ring, tree and pairwise
 // algorithms. A transfer with steps = k stands for k consecutive algorithm steps merged
-// into one message (docs/reference/simgrid-notes.md §3.4): the executor re-adds the k−1 latencies
-// it drops.
+// into one message (docs/reference/simgrid-notes.md §3.4): the lowering re-adds the k−1
+// latencies it drops.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "clbo/plan/plan.hpp"
 
 namespace clbo::sim {
 
@@ -52,8 +50,8 @@ struct Segment {
   // Pipelined algorithms (NCCL's tree) keep several chunks in flight, so a merged transfer
   // pays one hop latency, not one per merged chunk (NCCL's model: 2·height·hop in all).
   bool pipelined = false;
-  // Every pair exchanges at once (all-to-all): the executor may carry a node's inter-node
-  // messages to several peer nodes as one flow per group of shifts (see executor.cpp).
+  // Every pair exchanges at once (all-to-all): the lowering may carry a node's inter-node
+  // messages to several peer nodes as one flow per group of shifts (see lowering.cpp).
   bool alltoall = false;
   uint64_t payload_bytes() const;
   size_t num_transfers() const;
@@ -65,9 +63,6 @@ struct Program {
   int nodes() const { return (p + gpus_per_node - 1) / gpus_per_node; }
   size_t num_transfers() const;
 };
-
-// A CommPlan from clbo_plan as rounds of transfers between GPU endpoints (steps = 1).
-std::vector<Round> rounds_from_plan(const CommPlan& plan);
 
 // Merges runs of consecutive rounds with the same (src, dst) pattern, k rounds at a time,
 // so a segment keeps about `target_rounds` rounds. Bytes add up; steps count the merged

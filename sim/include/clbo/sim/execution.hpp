@@ -1,11 +1,11 @@
 // Running Programs on a SimGrid platform.
 //
 // SimGrid keeps one engine per process, so every (cluster, GPU count) platform is
-// simulated in a forked child: simulate_programs() forks, the child builds the platform
-// (platform.cpp), lowers and runs each Program with s4u actors (executor.cpp) and sends the
-// results back as JSON over a pipe. Errors in the child — a bad XML platform, a host
-// missing from the mapping, a SimGrid exception or abort — come back and are restated as
-// clbo errors naming the file, field and value.
+// simulated in a forked child: simulate_programs() (forked_child.cpp) forks, the child
+// builds the platform (platform.cpp), lowers each Program (lowering.cpp), runs it with s4u
+// actors (actors.cpp) and sends the results back as JSON over a pipe. Errors in the child —
+// a bad XML platform, a host missing from the mapping, a SimGrid exception or abort — come
+// back and are restated as clbo errors naming the file, field and value.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -13,21 +13,10 @@
 #include <vector>
 
 #include "clbo/sim/cluster.hpp"
-#include "clbo/sim/sim_plan.hpp"
+#include "clbo/sim/lowering.hpp"
+#include "clbo/sim/program.hpp"
 
 namespace clbo::sim {
-
-struct SessionOptions {
-  // Fast mode: one flow per node pair carries a round's inter-node transfers between two
-  // nodes (tests/sim/test_executor.cpp shows it matches per-rank flows).
-  bool aggregate = true;
-  // Most concurrent network flows of an all-to-all round. Every flow of such a round shares
-  // NICs with the others, and SimGrid re-solves that whole set each time one starts or
-  // ends (cost ∝ flows²). Between per-node endpoints the executor merges shifts until the
-  // round fits (exact on a single switch and for the bytes crossing an oversubscribed
-  // level); otherwise (per-GPU endpoints) the round runs in windows of consecutive shifts.
-  int max_flows_per_round = 1024;
-};
 
 struct SegmentTiming {
   double start_s = 0, end_s = 0;  // relative to the program start
