@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "clbo/core/config.hpp"
+#include "clbo/core/result_files.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/report/paper_rows.hpp"
 #include "clbo/sim/experiment.hpp"
@@ -52,7 +53,7 @@ int run(const Args& a) {
     std::cout << file << ": ok" << std::endl;
     return 0;
   }
-  if (out.empty()) out = clbo::sim::default_results_path(file);
+  if (out.empty()) out = clbo::default_results_path(file);
   clbo::sim::SimulateOptions opt;
   if (!a.quiet) opt.progress = progress_bar;
   if (!a.quiet) clbo::cli::progress("simulating " + file);

@@ -7,6 +7,7 @@
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/core/result_files.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/kernels/gemm.hpp"
 #include "clbo/train/fashion_mnist.hpp"
@@ -65,7 +66,7 @@ int run_train(const TrainArgs& a) {
   opts.threads = a.threads;
   if (!a.quiet) opts.progress = [](const std::string& m) { clbo::cli::progress(m); };
   const nlohmann::json result = clbo::train::run_experiment(spec, data, opts);
-  const std::string out = a.out.empty() ? clbo::train::default_result_path(path) : a.out;
+  const std::string out = a.out.empty() ? clbo::default_results_path(path) : a.out;
   clbo::write_json_atomic(out, result);
   clbo::cli::progress(fmt::format("wrote {} (status {}, {:.1f} s)", out,
                                   result["status"].get<std::string>(),

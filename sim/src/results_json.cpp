@@ -137,31 +137,6 @@ nlohmann::json results_document(const nlohmann::json& spec_json, const std::stri
           {"timing", {{"wall_s", wall_s}, {"groups", std::move(group_timing)}}}};
 }
 
-std::string default_results_path(const std::string& experiment_path) {
-  namespace fs = std::filesystem;
-  fs::path p = fs::path(experiment_path).lexically_normal();
-  std::vector<std::string> parts;
-  for (const auto& part : p) parts.push_back(part.string());
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i] != "experiments") continue;
-    fs::path rebuilt;
-    for (size_t j = 0; j < parts.size(); ++j)
-      rebuilt /= (j == i ? std::string("results") : parts[j]);
-    return rebuilt.string();
-  }
-  return (fs::path("results") / p.filename()).string();
-}
-
-nlohmann::json without_timing(nlohmann::json j) {
-  if (j.is_object()) {
-    j.erase("timing");
-    for (auto& [k, v] : j.items()) v = without_timing(v);
-  } else if (j.is_array()) {
-    for (auto& v : j) v = without_timing(v);
-  }
-  return j;
-}
-
 std::string results_table(const nlohmann::json& results) {
   std::string out =
       fmt::format("{:<18} {:>5} {:<14} {:<9} {:>10} {:>26} {:>10} {:>7} {:>7} {:>6}\n", "cluster",

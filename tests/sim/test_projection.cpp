@@ -7,6 +7,7 @@
 #include <set>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/result_files.hpp"
 #include "clbo/schedule/config.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/projection.hpp"

@@ -321,22 +321,4 @@ ExperimentSpec load_experiment(const std::string& path, size_t train_examples) {
   return parse_experiment(load_json_file(path), path, train_examples);
 }
 
-std::string default_result_path(const std::string& experiment_path) {
-  namespace fs = std::filesystem;
-  const fs::path p(experiment_path);
-  std::vector<std::string> parts;
-  for (const auto& part : p.parent_path()) parts.push_back(part.string());
-  // .../experiments/<sub...>/X.json -> .../results/<sub...>/X.json
-  for (size_t i = parts.size(); i-- > 0;) {
-    if (parts[i] == "experiments") {
-      fs::path out;
-      for (size_t k = 0; k < i; ++k) out /= parts[k];
-      out /= "results";
-      for (size_t k = i + 1; k < parts.size(); ++k) out /= parts[k];
-      return (out / p.filename()).string();
-    }
-  }
-  return (fs::path("results") / p.stem()).string() + ".json";
-}
-
 }  // namespace clbo::train

@@ -529,14 +529,4 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   return result;
 }
 
-nlohmann::json strip_timing(nlohmann::json j) {
-  if (j.is_object()) {
-    j.erase("timing");
-    for (auto& [key, value] : j.items()) value = strip_timing(value);
-  } else if (j.is_array()) {
-    for (auto& value : j) value = strip_timing(value);
-  }
-  return j;
-}
-
 }  // namespace clbo::train

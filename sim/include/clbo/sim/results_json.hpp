@@ -37,10 +37,4 @@ nlohmann::json results_document(const nlohmann::json& spec_json, const std::stri
 // The table printed at the end of a run (plain text, one row per run).
 std::string results_table(const nlohmann::json& results);
 
-// results/<path under experiments/>: "experiments/sim/x.json" → "results/sim/x.json".
-std::string default_results_path(const std::string& experiment_path);
-
-// Removes the timing fields, so two runs of one config compare byte for byte.
-nlohmann::json without_timing(nlohmann::json results);
-
 }  // namespace clbo::sim

@@ -94,12 +94,4 @@ struct TrainOptions {
 nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
                               const TrainOptions& opts);
 
-// Default output path: experiments/<sub>/X.json -> results/<sub>/X.json; any other path
-// -> results/<stem>.json (relative to the current folder).
-std::string default_result_path(const std::string& experiment_path);
-
-// Removes every field that legitimately differs between identical runs (timing, the
-// environment's host details stay): used by the determinism test.
-nlohmann::json strip_timing(nlohmann::json result);
-
 }  // namespace clbo::train
