@@ -299,7 +299,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       optim_s += seconds_since(t0);
       status = "error";
       error = fmt::format("{}: run '{}' seed {}: optimizer failed at step {}: {}", spec.file,
-                          run.label, seed, t, e.what());
+                          run.label, seed, t, exception_text(e));
       run_json["error_step"] = t;
       break;
     }
@@ -392,9 +392,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
 
 }  // namespace
 
-nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
-                              const TrainOptions& opts) {
-  const auto wall0 = Clock::now();
+void check_experiment(const ExperimentSpec& spec, const FashionMnist& data) {
   auto model = make_model(spec.model, spec.file, "model");
   if (data.train.features() != model->input_size() || data.test.features() != model->input_size())
     throw InputError(spec.file, "model", spec.model,
@@ -403,6 +401,16 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   if (static_cast<size_t>(spec.batch_size) > data.train.n)
     throw InputError(spec.file, "batch_size", std::to_string(spec.batch_size),
                      fmt::format("exceeds the {} training examples", data.train.n));
+  // Each run's optimizer on the model's own layout (parsing used a stand-in layout).
+  for (const RunSpec& run : spec.runs)
+    (void)build_optimizer(run, spec.file, model->layout(), spec.workers, 0);
+}
+
+nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
+                              const TrainOptions& opts) {
+  const auto wall0 = Clock::now();
+  check_experiment(spec, data);
+  auto model = make_model(spec.model, spec.file, "model");
 
   nlohmann::json result;
   result["schema"] = "clbo.train/1";
@@ -439,7 +447,19 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                                   total, run.label, run.optimizer_type, seed, spec.workers,
                                   spec.batch_size, spec.steps));
       std::string error;
-      runs.push_back(train_one(spec, run, seed, *model, data, opts, error));
+      try {
+        runs.push_back(train_one(spec, run, seed, *model, data, opts, error));
+      } catch (const std::exception& e) {
+        // A failure outside the optimizer's step (memory, the model) ends this run as an
+        // error too, so the runs before it are still written (as a partial document).
+        error = fmt::format("{}: run '{}' seed {}: failed: {}", spec.file, run.label, seed,
+                            exception_text(e));
+        runs.push_back({{"label", run.label},
+                        {"seed", seed},
+                        {"optimizer_type", run.optimizer_type},
+                        {"status", "error"},
+                        {"error", error}});
+      }
       if (!error.empty()) {
         if (opts.progress) opts.progress("  " + error);
         if (first_error.empty()) first_error = error;
@@ -451,6 +471,10 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   result["summary"] = summarize_runs(spec, runs);
   // continue_after_nan: a diverged run is a result (its own status says "nan"); otherwise the
   // document lacks the runs after the failure and says so.
+  nlohmann::json warnings = nlohmann::json::array();
+  for (const RunSpec& run : spec.runs)
+    for (const std::string& w : run.warnings) warnings.push_back(w);
+  if (!warnings.empty()) result["warnings"] = warnings;
   result["status"] = stopped ? "partial" : "complete";
   result["error"] = first_error.empty() ? nlohmann::json() : nlohmann::json(first_error);
   result["timing"] = {{"wall_time_s", seconds_since(wall0)}, {"threads", opts.threads}};

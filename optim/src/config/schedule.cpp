@@ -1,5 +1,7 @@
 #include "clbo/optim/schedule.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -143,6 +145,47 @@ CommSchedule schedule_at(const OptimizerConfig& c, int64_t t, const ParamLayout&
     }
   }
   return s;
+}
+
+std::vector<std::string> phase_warnings(const OptimizerConfig& c, int64_t total_steps) {
+  std::vector<std::string> out;
+  switch (c.kind) {
+    case OptimizerKind::kOneBitAdam:
+    case OptimizerKind::kOneBitLamb: {
+      const int64_t warmup = onebit_warmup_steps(c);
+      if (warmup >= total_steps)
+        out.push_back(
+            fmt::format("{}: freeze_step = {} covers the whole run of {} steps: every step is an "
+                        "uncompressed warmup step and nothing is compressed",
+                        c.type_name(),
+                        c.kind == OptimizerKind::kOneBitAdam ? c.as<OneBitAdamParams>().freeze_step
+                                                             : c.as<OneBitLambParams>().freeze_step,
+                        total_steps));
+      break;
+    }
+    case OptimizerKind::kZeroOneAdam: {
+      const int64_t vfs = c.as<ZeroOneAdamParams>().var_freeze_step;
+      if (vfs >= total_steps)
+        out.push_back(fmt::format(
+            "{}: var_freeze_step = {} covers the whole run of {} steps: the variance never "
+            "freezes and no local step is taken",
+            c.type_name(), vfs, total_steps));
+      break;
+    }
+    case OptimizerKind::kSlamb: {
+      const int64_t h = c.as<SlambParams>().local_steps;
+      if (h >= total_steps && total_steps > 1)
+        out.push_back(fmt::format(
+            "{}: local_steps = {} is not below the run's {} steps: parameters are synchronised "
+            "at step 1 only",
+            c.type_name(), h, total_steps));
+      break;
+    }
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kLamb:
+      break;
+  }
+  return out;
 }
 
 }  // namespace clbo

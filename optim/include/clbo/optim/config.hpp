@@ -19,6 +19,10 @@
 
 namespace clbo {
 
+// The largest step count any step field (freeze_step, local_steps, ...) may name: far beyond
+// any run, and small enough that step arithmetic never overflows.
+inline constexpr int64_t kMaxStepCount = 1'000'000'000'000;
+
 enum class OptimizerKind { kAdam, kLamb, kOneBitAdam, kOneBitLamb, kZeroOneAdam, kSlamb };
 
 // What a step does when some rank's gradient holds NaN or Inf.

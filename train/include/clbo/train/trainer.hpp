@@ -34,6 +34,7 @@ struct RunSpec {
   std::string baseline;  // label of the run this one is compared against ("" = none)
   LrSchedule lr;
   std::optional<double> freeze_fraction, var_freeze_fraction;
+  std::vector<std::string> warnings;  // phases the run never reaches (phase_warnings)
 };
 
 struct ExperimentSpec {
@@ -60,6 +61,11 @@ struct ExperimentSpec {
 ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file,
                                 size_t train_examples = 60000);
 ExperimentSpec load_experiment(const std::string& path, size_t train_examples = 60000);
+
+// What can be checked only with the data, before any run starts (run_experiment does it
+// first; `clbo train --check` too): the model's input size against the images, the batch
+// against the training set, and every run's optimizer built on the model's real layout.
+void check_experiment(const ExperimentSpec& spec, const FashionMnist& data);
 
 struct TrainOptions {
   int threads = 2;  // gradient/eval threads; never changes a result
