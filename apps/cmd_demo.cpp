@@ -22,8 +22,8 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/output_file.hpp"
 #include "clbo/core/results.hpp"
-#include "clbo/optim/config.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/schedule/config.hpp"
 #include "cli.hpp"
 #include "cli_integer.hpp"
 #include "demo_problem.hpp"
@@ -271,7 +271,7 @@ Registrar reg("demo",
                 sub.add_option("--batch", a->batch, "samples per rank per step")
                     ->transform(decimal_integer<size_t>())
                     ->capture_default_str();
-                sub.add_option("--out", a->out, "JSON result path")->capture_default_str();
+                sub.add_option("-o,--out", a->out, "JSON result path")->capture_default_str();
                 sub.add_option("--seed", a->seed, "seed of the problem and its samples")
                     ->transform(decimal_integer<uint64_t>())
                     ->capture_default_str();

@@ -10,7 +10,7 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/optim/optimizer.hpp"
-#include "clbo/optim/schedule.hpp"
+#include "clbo/schedule/schedule.hpp"
 #include "clbo/train/broken_optimizers.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/trainer.hpp"
