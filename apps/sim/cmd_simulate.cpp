@@ -39,8 +39,7 @@ int run(const Args& a) {
   if (file.empty()) file = clbo::sim::preset_path("sim", "default-sweep");
   if (out.empty()) out = clbo::sim::default_results_path(file);
   // The output first: a run never fails at its end for a reason known at its start.
-  clbo::check_output_path(out,
-                          a.output.empty() ? "output (the default for EXPERIMENT)" : "--output",
+  clbo::check_output_path(out, a.output.empty() ? "output (the default for EXPERIMENT)" : "--out",
                           {{"EXPERIMENT", a.experiment}});
   if (a.experiment.empty())
     spec = clbo::sim::preset_json("sim", "default-sweep", "<command line>", "experiment");

@@ -17,10 +17,10 @@ std::string bounded_text(std::string_view text, size_t max_chars) {
 }
 
 InputError::InputError(std::string where, std::string field, std::string value, std::string why)
-    : Error(fmt::format("{}: field '{}' = {}: {}", bounded_text(where, kMaxEchoedChars),
+    : Error(fmt::format("{}: field '{}' = {}: {}", bounded_text(where, kMaxEchoedPath),
                         bounded_text(field, kMaxEchoedChars), bounded_text(value, kMaxEchoedChars),
                         why)),
-      where_(bounded_text(where, kMaxEchoedChars)),
+      where_(bounded_text(where, kMaxEchoedPath)),
       field_(bounded_text(field, kMaxEchoedChars)),
       value_(bounded_text(value, kMaxEchoedChars)),
       why_(std::move(why)) {}

@@ -98,10 +98,16 @@ void parse_layout(Workload& w, const nlohmann::json& obj, const std::string& fil
     if (heads.size() != depths.size()) r.fail("heads", "needs one entry per stage (depths)");
     w.layers = 0;
     for (int d : depths) w.layers += d;
+    // Each stage halves the resolution and doubles the width: a few stages at most.
+    if (depths.size() > 16) r.fail("depths", "at most 16 stages");
+    if (w.layers > (1 << 12)) r.fail("depths", "at most 4096 blocks in all");
     w.layout = swin_layout(int_field(r, "embed_dim", 128, 1), depths, heads,
                            int_field(r, "window", 7, 1), int_field(r, "patch", 4, 1),
                            int_field(r, "in_chans", 3, 1), int_field(r, "num_classes", 1000, 1));
   }
+  if (w.layout.total() > kMaxLayoutElements)
+    throw InputError(file, field + "." + kind, std::to_string(w.layout.total()) + " parameters",
+                     fmt::format("a layout may hold at most {} elements", kMaxLayoutElements));
   r.finish();
 }
 

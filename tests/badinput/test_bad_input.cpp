@@ -294,7 +294,7 @@ TEST_F(BadInput, CheckedFirst_OutputPathsBeforeAnyWork) {
 #ifdef CLBO_HAVE_SIM
   write_json("e.json", experiment());
   expect_rejected({"simulate", path("e.json"), "-o", path("afile/r.json")}, 2,
-                  {"--output", "afile/r.json", "needs a folder"});
+                  {"--out", "afile/r.json", "needs a folder"});
 #endif
 }
 
@@ -306,7 +306,7 @@ TEST_F(BadInput, CheckedFirst_OutputEqualToAnInput) {
 #ifdef CLBO_HAVE_SIM
   write_json("e.json", experiment());
   expect_rejected({"simulate", path("e.json"), "-o", path("e.json")}, 2,
-                  {"--output", "is also the input EXPERIMENT"});
+                  {"--out", "is also the input EXPERIMENT"});
 #endif
 }
 
@@ -327,7 +327,7 @@ TEST_F(BadInput, CheckedFirst_CheckRejectsWhatTheRunWould) {
                   {"simulate.backend", "\"mpi\"", "host staging needs a built cluster"});
   write_json("e.json", experiment());
   expect_rejected({"simulate", "--check", path("e.json"), "-o", "/proc/r.json"}, 2,
-                  {"--output", "/proc/r.json"});
+                  {"--out", "/proc/r.json"});
 }
 
 TEST_F(BadInput, CheckedFirst_SizesHaveUpperBounds) {

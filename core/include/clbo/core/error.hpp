@@ -14,15 +14,17 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The longest file name, field or value an error message quotes; longer ones are cut, so a
-// hostile input (a 100 MB string, a deeply nested value) never makes a message huge.
-inline constexpr size_t kMaxEchoedChars = 200;
+// The longest field or value an error message quotes (a source path may be as long as a
+// path can be); longer ones are cut, so a hostile input (a 100 MB string, a deeply nested
+// value) never makes a message huge.
+inline constexpr size_t kMaxEchoedChars = 512;
+inline constexpr size_t kMaxEchoedPath = 4096;
 
 // `text`, or its first max_chars bytes (cut at a UTF-8 boundary) and its total length.
 std::string bounded_text(std::string_view text, size_t max_chars = kMaxEchoedChars);
 
-// Bad user input: a config, a layout, an array file, a command-line value. Each part of the
-// message is bounded by kMaxEchoedChars.
+// Bad user input: a config, a layout, an array file, a command-line value. The field and the
+// value are bounded by kMaxEchoedChars, `where` by kMaxEchoedPath.
 class InputError : public Error {
  public:
   InputError(std::string where, std::string field, std::string value, std::string why);
