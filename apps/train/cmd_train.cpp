@@ -8,6 +8,7 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/kernels/gemm.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 #include "clbo/train/summary.hpp"
 #include "clbo/train/trainer.hpp"
@@ -18,7 +19,7 @@ namespace {
 
 struct TrainArgs {
   std::vector<std::string> inputs;
-  std::string out, data_dir;
+  std::string out, data_dir, gemm = "auto";
   int threads = 2;
   bool summary = false, quiet = false, check = false;
 };
@@ -57,15 +58,16 @@ int run_train(const TrainArgs& a) {
     throw clbo::InputError("<command line>", "--threads", std::to_string(a.threads),
                            "must be in 1..64");
   const std::string& path = a.inputs[0];
+  if (a.gemm == "portable")
+    clbo::kernels::detail::set_gemm_path(clbo::kernels::detail::GemmPath::kPortable);
   // The output first, then the whole experiment, then the data: nothing that can be known
   // at the start fails at the end (and --check rejects whatever the run would).
   const std::string out = a.out.empty() ? clbo::train::default_result_path(path) : a.out;
   clbo::check_output_path(out, a.out.empty() ? "output (the default for EXPERIMENT)" : "--out",
                           {{"EXPERIMENT", path}});
   clbo::train::ExperimentSpec spec = clbo::train::load_experiment(path);
+  for (const std::string& w : spec.warnings) std::cerr << "clbo: warning: " << w << "\n";
   if (!a.data_dir.empty()) spec.data_dir = a.data_dir;
-  for (const auto& run : spec.runs)
-    for (const auto& w : run.warnings) std::cerr << "clbo: warning: " << w << std::endl;
   const clbo::train::FashionMnist data = clbo::train::load_fashion_mnist(spec.data_dir);
   clbo::train::check_experiment(spec, data);
   if (a.check) {  // the data loaded and checked too: a missing dataset fails here, not later
@@ -113,6 +115,11 @@ clbo::cli::Registrar reg(
                      "threads for gradients and evaluation (results do not depend on it)")
           ->transform(clbo::cli::decimal_integer<int>())
           ->default_val(2);
+      sub.add_option("--gemm", a->gemm,
+                     "matrix-product kernel: auto (AVX2+FMA where the CPU has it) or portable "
+                     "(std::fma loops); both give bit-identical results, so this only checks that")
+          ->check(CLI::IsMember({"auto", "portable"}))
+          ->default_val("auto");
       sub.add_flag("--summary", a->summary,
                    "tabulate result files as Markdown instead of training");
       sub.add_flag("-q,--quiet", a->quiet, "no progress lines");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "clbo/core/error.hpp"
 
@@ -102,16 +103,18 @@ CommSchedule schedule_at(const OptimizerConfig& c, int64_t t, const ParamLayout&
       s.calls.push_back(dense_call(n, "grad"));
       break;
     case OptimizerKind::kOneBitAdam:
-    case OptimizerKind::kOneBitLamb: {
+    case OptimizerKind::kOneBitLamb:
+    case OptimizerKind::kOneBitAdamNoErrorFeedback:
+    case OptimizerKind::kNaiveOneBitAdam:
+    case OptimizerKind::kNaiveOneBitLamb: {
       if (t <= onebit_warmup_steps(c)) {
         s.phase = Phase::kWarmup;
         s.calls.push_back(dense_call(n, "grad"));
       } else {
         s.phase = Phase::kCompression;
-        const CommGranularity g = c.kind == OptimizerKind::kOneBitAdam
-                                      ? c.as<OneBitAdamParams>().comm_granularity
-                                      : c.as<OneBitLambParams>().comm_granularity;
-        append_compressed_calls(s, g, layout, "momentum");
+        // The naive 1-bit Adam compresses the gradient; the others their momentum.
+        append_compressed_calls(s, comm_granularity(c), layout,
+                                c.kind == OptimizerKind::kNaiveOneBitAdam ? "grad" : "momentum");
       }
       break;
     }
@@ -151,16 +154,31 @@ std::vector<std::string> phase_warnings(const OptimizerConfig& c, int64_t total_
   std::vector<std::string> out;
   switch (c.kind) {
     case OptimizerKind::kOneBitAdam:
-    case OptimizerKind::kOneBitLamb: {
-      const int64_t warmup = onebit_warmup_steps(c);
-      if (warmup >= total_steps)
+    case OptimizerKind::kOneBitLamb:
+    case OptimizerKind::kOneBitAdamNoErrorFeedback:
+    case OptimizerKind::kNaiveOneBitAdam:
+    case OptimizerKind::kNaiveOneBitLamb: {
+      // The field that sets the warmup: dense_steps for the naive 1-bit Adam (which
+      // compresses from step 1 unless told otherwise), freeze_step for the others.
+      const auto [key, value] = [&]() -> std::pair<const char*, int64_t> {
+        switch (c.kind) {
+          case OptimizerKind::kOneBitAdam:
+            return {"freeze_step", c.as<OneBitAdamParams>().freeze_step};
+          case OptimizerKind::kOneBitLamb:
+            return {"freeze_step", c.as<OneBitLambParams>().freeze_step};
+          case OptimizerKind::kOneBitAdamNoErrorFeedback:
+            return {"freeze_step", c.as<OneBitAdamNoErrorFeedbackParams>().freeze_step};
+          case OptimizerKind::kNaiveOneBitAdam:
+            return {"dense_steps", c.as<NaiveOneBitAdamParams>().dense_steps};
+          default:
+            return {"freeze_step", c.as<NaiveOneBitLambParams>().freeze_step};
+        }
+      }();
+      if (onebit_warmup_steps(c) >= total_steps)
         out.push_back(
-            fmt::format("{}: freeze_step = {} covers the whole run of {} steps: every step is an "
+            fmt::format("{}: {} = {} covers the whole run of {} steps: every step is an "
                         "uncompressed warmup step and nothing is compressed",
-                        c.type_name(),
-                        c.kind == OptimizerKind::kOneBitAdam ? c.as<OneBitAdamParams>().freeze_step
-                                                             : c.as<OneBitLambParams>().freeze_step,
-                        total_steps));
+                        c.type_name(), key, value, total_steps));
       break;
     }
     case OptimizerKind::kZeroOneAdam: {

@@ -215,6 +215,14 @@ TEST(Schedule, PhaseWarningsNameTheUnreachedBoundary) {
   EXPECT_TRUE(phase_warnings(config("Slamb", {{"local_steps", 4}}), 100).empty());
   EXPECT_TRUE(phase_warnings(config("Adam"), 1).empty());
   EXPECT_TRUE(phase_warnings(config("Lamb"), 1).empty());
+  // The ablations: the naive 1-bit Adam's warmup is dense_steps, the others' freeze_step.
+  EXPECT_TRUE(warns(config("NaiveOneBitAdam", {{"dense_steps", 100}}), 100, "dense_steps = 100"));
+  EXPECT_TRUE(phase_warnings(config("NaiveOneBitAdam"), 100).empty());
+  EXPECT_TRUE(warns(config("NaiveOneBitLamb", {{"freeze_step", 300}}), 100, "freeze_step = 300"));
+  EXPECT_TRUE(
+      warns(config("OneBitAdamNoErrorFeedback", {{"freeze_step", 300}}), 100, "freeze_step = 300"));
+  EXPECT_TRUE(
+      phase_warnings(config("OneBitAdamNoErrorFeedback", {{"freeze_step", 10}}), 100).empty());
 }
 
 }  // namespace

@@ -2,21 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "clbo/collectives/counting.hpp"
 #include "clbo/collectives/local.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/kernels/gemm.hpp"
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/plan/plan.hpp"
 #include "clbo/schedule/config.hpp"
-#include "clbo/train/broken_optimizers.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/parallel.hpp"
+#include "freeze_watch.hpp"
 #include "summary_stats.hpp"
 
 namespace clbo::train {
@@ -193,22 +197,41 @@ class GradientEngine {
   std::vector<double> chunk_loss_;
 };
 
-std::unique_ptr<Optimizer> build_optimizer(const RunSpec& run, const std::string& file,
-                                           const ParamLayout& layout, int p, int rank) {
-  if (!broken_optimizer_canonical(run.optimizer_type).empty())
-    return make_broken_optimizer(run.optimizer, file, layout, p, rank);
-  return make_optimizer(run.optimizer, file, layout, p, rank);
+// The parameters a user would keep: rank 0's when every rank holds the same bytes (after any
+// sync step), else the mean over the ranks (what the next parameter sync would produce),
+// summed in rank order in double.
+struct KeptParams {
+  const float* data = nullptr;
+  bool replicated = true;
+};
+KeptParams kept_params(const std::vector<std::vector<float>>& params, std::vector<float>& mean) {
+  const size_t n = params[0].size();
+  bool same = true;
+  for (size_t r = 1; r < params.size() && same; ++r)
+    same = std::memcmp(params[r].data(), params[0].data(), n * sizeof(float)) == 0;
+  if (same) return {params[0].data(), true};
+  mean.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (const auto& p : params) sum += p[i];
+    mean[i] = static_cast<float>(sum / static_cast<double>(params.size()));
+  }
+  return {mean.data(), false};
 }
 
-// The block with every default filled in, so results record exactly what ran.
-nlohmann::json resolved_optimizer(const RunSpec& run, const std::string& file) {
-  if (broken_optimizer_canonical(run.optimizer_type).empty())
-    return to_json(parse_optimizer_config(run.optimizer, file));
-  nlohmann::json as_onebit = run.optimizer;
-  as_onebit["type"] = "OneBitAdam";
-  nlohmann::json j = to_json(parse_optimizer_config(as_onebit, file));
-  j["type"] = run.optimizer_type;
-  return j;
+// The last step before compression takes over, where the variance freezes; -1 for the kinds
+// that never switch (Adam, LAMB, SLAMB).
+int64_t switch_step(const OptimizerConfig& c) {
+  switch (c.kind) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kLamb:
+    case OptimizerKind::kSlamb:
+      return -1;
+    case OptimizerKind::kZeroOneAdam:
+      return c.as<ZeroOneAdamParams>().var_freeze_step;
+    default:
+      return onebit_warmup_steps(c);
+  }
 }
 
 struct PhaseBytes {
@@ -231,7 +254,15 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   model.init(params[0].data(), seed);
   for (int r = 1; r < p; ++r) params[r] = params[0];
   std::vector<std::unique_ptr<Optimizer>> optimizers;
-  for (int r = 0; r < p; ++r) optimizers.push_back(build_optimizer(run, spec.file, layout, p, r));
+  for (int r = 0; r < p; ++r) optimizers.push_back(make_optimizer(run.optimizer, layout, p, r));
+  // Around the switch: which coordinates freeze with v = 0 (the mask goes in right after the
+  // switch step) and which one jumps first if the run diverges.
+  std::optional<FreezeWatch> watch;
+  if (switch_step(run.optimizer) >= 0)
+    watch.emplace(layout, switch_step(run.optimizer), run.optimizer.common.beta2,
+                  run.optimizer.common.eps);
+  const bool masked = watch && run.momentum_mask == MomentumMask::kZeroVariance;
+  std::vector<float> before;  // rank 0's parameters before the update, for the watch
   GradientEngine engine(model, data.train, p, shard, static_cast<size_t>(spec.micro_batch),
                         opts.threads);
 
@@ -249,14 +280,18 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   std::string status = "complete";
   nlohmann::json run_json;
 
+  std::vector<float> mean_params;
   const auto record_eval = [&](int64_t step) {
     const auto t0 = Clock::now();
-    const Evaluation e = evaluate(model, params[0].data(), data.test, opts.threads);
+    const KeptParams kept = kept_params(params, mean_params);
+    const Evaluation e = evaluate(model, kept.data, data.test, opts.threads);
     eval_s += seconds_since(t0);
     evals.push_back({{"step", step},
                      {"test_accuracy", e.accuracy},
                      {"test_loss", e.loss},
-                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))}});
+                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))},
+                     {"params", kept.replicated ? "replicated" : "rank mean"},
+                     {"layer_coefficients", optimizers[0]->layer_coefficients()}});
   };
 
   for (int64_t t = 1; t <= spec.steps; ++t) {
@@ -278,6 +313,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       error = fmt::format("{}: run '{}' seed {}: training loss is {} at step {}; stopped there",
                           spec.file, run.label, seed, std::isnan(loss) ? "NaN" : "Inf", t);
       run_json["nan_step"] = t;
+      if (watch && !watch->explain_divergence().empty())
+        error += "; " + watch->explain_divergence();
       break;
     }
     train_loss.push_back(loss);
@@ -285,6 +322,12 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     const float lr = static_cast<float>(run.lr.lr_at(t));
     for (auto& opt : optimizers) opt->set_lr(lr);
     const CommSchedule schedule = optimizers[0]->comm_schedule(optimizers[0]->steps_taken() + 1);
+    if (watch) {
+      // Only the dense steps feed v: the warmup steps, 0/1 Adam's variance steps.
+      watch->observe_gradients(
+          t, schedule.phase == Phase::kWarmup || schedule.phase == Phase::kVarianceStep, grads);
+      before = params[0];
+    }
     std::vector<uint64_t> sent(static_cast<size_t>(p), 0);
     std::vector<char> stepped(static_cast<size_t>(p), 0);
     t0 = Clock::now();
@@ -300,12 +343,21 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       status = "error";
       error = fmt::format("{}: run '{}' seed {}: optimizer failed at step {}: {}", spec.file,
                           run.label, seed, t, exception_text(e));
+      if (watch && !watch->explain_divergence().empty())
+        error += "; " + watch->explain_divergence();
       run_json["error_step"] = t;
       break;
     }
     optim_s += seconds_since(t0);
     ++completed;
     if (!stepped[0]) ++skipped;
+    if (watch) watch->observe_update(t, before.data(), params[0].data());
+    if (masked && t == watch->switch_step()) {
+      for (auto& opt : optimizers) opt->set_momentum_mask(watch->zero_variance_mask());
+      run_json["exp_avg_mask"] = {{"rule", "zero_variance"},
+                                  {"applied_after_step", t},
+                                  {"masked_coordinates", watch->zero_variance_count()}};
+    }
 
     const std::string phase = to_string(schedule.phase);
     PhaseBytes& pb = phases[phase];
@@ -348,8 +400,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
 
   run_json["label"] = run.label;
   run_json["seed"] = seed;
-  run_json["optimizer_type"] = run.optimizer_type;
-  run_json["optimizer"] = resolved_optimizer(run, spec.file);
+  run_json["optimizer_type"] = run.optimizer.type_name();
+  run_json["optimizer"] = to_json(run.optimizer);
   run_json["baseline"] = run.baseline.empty() ? nlohmann::json() : nlohmann::json(run.baseline);
   run_json["status"] = status;
   if (!error.empty()) run_json["error"] = error;
@@ -361,6 +413,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
                              {"decay", to_string(run.lr.decay)},
                              {"final_fraction", run.lr.final_fraction}};
   run_json["train_loss"] = train_loss;
+  // The largest single update of rank 0's parameters before and after the switch.
+  if (watch) run_json["largest_updates"] = watch->updates_json();
   run_json["phase"] = phase_per_step;
   run_json["bytes_sent_per_worker_per_step"] = bytes_per_step;
   run_json["eval"] = evals;
@@ -376,6 +430,19 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       finished && !evals.empty() ? evals.back()["test_accuracy"] : nlohmann::json();
   run_json["final_test_loss"] =
       finished && !evals.empty() ? evals.back()["test_loss"] : nlohmann::json();
+  run_json["final_params"] = finished && !evals.empty() ? evals.back()["params"] : nlohmann::json();
+  // The training objective of the model kept at the end, over the whole training set (the
+  // per-step train_loss is each batch's, on the workers' own parameters before the update).
+  run_json["final_train_set_loss"] = nullptr;
+  run_json["final_train_set_accuracy"] = nullptr;
+  if (finished) {
+    const auto t0 = Clock::now();
+    const Evaluation e =
+        evaluate(model, kept_params(params, mean_params).data, data.train, opts.threads);
+    eval_s += seconds_since(t0);
+    run_json["final_train_set_loss"] = e.loss;
+    run_json["final_train_set_accuracy"] = e.accuracy;
+  }
   const double wall = seconds_since(wall0);
   const double samples = static_cast<double>(completed) * static_cast<double>(B);
   run_json["timing"] = {
@@ -402,8 +469,16 @@ void check_experiment(const ExperimentSpec& spec, const FashionMnist& data) {
     throw InputError(spec.file, "batch_size", std::to_string(spec.batch_size),
                      fmt::format("exceeds the {} training examples", data.train.n));
   // Each run's optimizer on the model's own layout (parsing used a stand-in layout).
-  for (const RunSpec& run : spec.runs)
-    (void)build_optimizer(run, spec.file, model->layout(), spec.workers, 0);
+  for (size_t i = 0; i < spec.runs.size(); ++i) {
+    try {
+      (void)make_optimizer(spec.runs[i].optimizer, model->layout(), spec.workers, 0);
+    } catch (const InputError&) {
+      throw;
+    } catch (const Error& e) {
+      throw InputError(spec.file, fmt::format("runs[{}].optimizer", i),
+                       spec.runs[i].optimizer.type_name(), e.what());
+    }
+  }
 }
 
 nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
@@ -418,6 +493,8 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   result["experiment_file"] = spec.file;
   result["config"] = spec.config;
   result["environment"] = environment_json();
+  // Which product kernel ran. It changes speed only: every kernel gives the same bits.
+  result["environment"]["gemm_kernel"] = kernels::gemm_path_name();
   result["resolved"] = {{"model", spec.model},
                         {"num_params", model->num_params()},
                         {"layout", model->layout().to_json()},
@@ -432,7 +509,10 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                         {"seeds", spec.seeds},
                         {"train_examples", data.train.n},
                         {"test_examples", data.test.n},
-                        {"evaluated_params", "rank 0"}};
+                        {"evaluated_params",
+                         "replicated (all ranks equal, e.g. after a sync step), else the mean "
+                         "over the ranks"}};
+  result["warnings"] = spec.warnings;
   nlohmann::json runs = nlohmann::json::array();
   std::string first_error;
   bool stopped = false;
@@ -444,7 +524,7 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
       ++index;
       if (opts.progress)
         opts.progress(fmt::format("run {}/{}: '{}' ({}) seed {}, p = {}, batch {}, {} steps", index,
-                                  total, run.label, run.optimizer_type, seed, spec.workers,
+                                  total, run.label, run.optimizer.type_name(), seed, spec.workers,
                                   spec.batch_size, spec.steps));
       std::string error;
       try {
@@ -456,7 +536,7 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                             exception_text(e));
         runs.push_back({{"label", run.label},
                         {"seed", seed},
-                        {"optimizer_type", run.optimizer_type},
+                        {"optimizer_type", run.optimizer.type_name()},
                         {"status", "error"},
                         {"error", error}});
       }
@@ -471,10 +551,6 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   result["summary"] = summarize_runs(spec, runs);
   // continue_after_nan: a diverged run is a result (its own status says "nan"); otherwise the
   // document lacks the runs after the failure and says so.
-  nlohmann::json warnings = nlohmann::json::array();
-  for (const RunSpec& run : spec.runs)
-    for (const std::string& w : run.warnings) warnings.push_back(w);
-  if (!warnings.empty()) result["warnings"] = warnings;
   result["status"] = stopped ? "partial" : "complete";
   result["error"] = first_error.empty() ? nlohmann::json() : nlohmann::json(first_error);
   result["timing"] = {{"wall_time_s", seconds_since(wall0)}, {"threads", opts.threads}};

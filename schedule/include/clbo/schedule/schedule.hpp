@@ -49,10 +49,11 @@ void append_compressed_calls(CommSchedule& s, CommGranularity g, const ParamLayo
                              const char* what);
 
 // Phase boundaries that a run of `total_steps` steps never reaches, as sentences for the
-// engines' output and their results' "warnings": a 1-bit Adam/LAMB warmup covering the whole
-// run (nothing is ever compressed, so every ratio against Adam is 1.00x), a 0/1 Adam
-// var_freeze_step at or beyond the run (no local steps), SLAMB local_steps at or beyond the
-// run (parameters synchronised at step 1 only). Empty when the run reaches every phase.
+// engines' output and their results' "warnings": a warmup of 1-bit Adam/LAMB (or of their
+// naive and no-error-feedback variants) covering the whole run (nothing is ever compressed,
+// so every ratio against Adam is 1.00x), a 0/1 Adam var_freeze_step at or beyond the run (no
+// local steps), SLAMB local_steps at or beyond the run (parameters synchronised at step 1
+// only). Empty when the run reaches every phase.
 std::vector<std::string> phase_warnings(const OptimizerConfig& c, int64_t total_steps);
 
 }  // namespace clbo

@@ -1,0 +1,43 @@
+// How collective calls are expanded: the communication library of the compressed allreduce,
+// NCCL's algorithm and protocol (or "auto": NCCL's own choice), and the fast mode's merging
+// knobs (docs/simulator.md, "Collectives" and "Speed").
+#pragma once
+#include <cstddef>
+
+namespace clbo::sim {
+
+enum class Backend { kNccl, kMpi };
+// Whose compressed-allreduce and optimizer code a run models: clbo's fused kernels, or
+// DeepSpeed's unfused torch/CuPy dataflow (implementation.hpp, docs/implementations.md).
+enum class Implementation { kClbo, kDeepspeed };
+enum class Algo { kAuto, kRing, kTree, kHierarchical };
+enum class Proto { kAuto, kLL, kLL128, kSimple };
+
+struct ExpandOptions {
+  Backend backend = Backend::kNccl;  // of the compressed allreduce (DeepSpeed comm backend)
+  Algo allreduce = Algo::kAuto;
+  Proto protocol = Proto::kAuto;
+  bool mpi_cuda_aware = false;
+  double mpi_latency_s = 2e-6;    // MPI per-message software latency over InfiniBand
+  double copy_latency_s = 10e-6;  // one cudaMemcpy launch + synchronisation (host staging)
+  bool exact = false;             // no merged rounds (the --exact cross-check mode)
+  int target_rounds = 48;         // merged rounds kept per bandwidth-bound segment
+  int small_target_rounds = 2;    // ... per latency-bound segment (< 64 KiB per transfer)
+  int tree_target_rounds = 8;     // ... for the tree, fill and drain included
+  int tree_chunks = 16;           // minimum pipeline chunks per tree (each carries half)
+  bool tree_chains = false;       // simulate the intra-node chains even in fast mode
+  bool tree_merge_fill = true;    // false: merge only same-pattern tree rounds
+  size_t param_count = 0;         // the model's n (SLAMB's compaction kernel reads all of it)
+  Implementation implementation = Implementation::kClbo;
+  // Host costs of an eager dataflow (the deepspeed implementation; assumptions stated in
+  // docs/implementations.md): issuing one torch/CuPy op, and one host-blocking sync.
+  double launch_s = 10e-6;
+  double host_sync_s = 10e-6;
+};
+
+const char* to_string(Backend b);
+const char* to_string(Implementation i);
+const char* to_string(Algo a);
+const char* to_string(Proto p);
+
+}  // namespace clbo::sim
