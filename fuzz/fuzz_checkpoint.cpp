@@ -43,7 +43,9 @@ std::vector<World>& worlds() {
     std::vector<World> out;
     for (const std::string& type : clbo::optimizer_types()) {
       nlohmann::json block = {{"type", type}, {"params", {{"lr", 0.01}}}};
-      if (type == "OneBitAdam" || type == "OneBitLamb") block["params"]["freeze_step"] = 2;
+      if (type == "OneBitAdam" || type == "OneBitLamb" || type == "OneBitAdamNoErrorFeedback" ||
+          type == "NaiveOneBitLamb")
+        block["params"]["freeze_step"] = 2;
       if (type == "ZeroOneAdam") block["params"]["var_freeze_step"] = 2;
       if (type == "Slamb") block["params"]["local_steps"] = 2;
       World world{type, {}};
