@@ -100,7 +100,9 @@ int run_kernel_benchmarks(const KernelBenchOptions& o) {
     // Google Benchmark writes its raw JSON to a temporary; clbo then writes the enveloped
     // result atomically, so DIR never holds a half-written or envelope-less file.
     const fs::path target = fs::path(o.out_dir) / result_file_name(name);
-    const fs::path raw = fs::path(clbo::prepare_atomic_temp(target.string() + ".raw"));
+    // An uncommitted AtomicOutput: its temporary is the scratch file, removed on every exit.
+    clbo::AtomicOutput scratch(target.string() + ".raw", "-o");
+    const fs::path raw = scratch.temp();
     std::vector<std::string> args = o.extra;
     args.push_back("--benchmark_out=" + raw.string());
     args.push_back("--benchmark_out_format=json");

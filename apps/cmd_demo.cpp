@@ -20,10 +20,12 @@
 #include "clbo/collectives/counting.hpp"
 #include "clbo/collectives/local.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/core/output_file.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/schedule/config.hpp"
 #include "cli.hpp"
+#include "cli_integer.hpp"
 #include "demo_problem.hpp"
 
 namespace clbo::cli {
@@ -228,10 +230,12 @@ json result_json(const std::vector<RunResult>& runs,
 int run_demo(const DemoArgs& a) {
   if (a.ranks < 1 || a.ranks > 64)
     throw InputError("<command line>", "--ranks", std::to_string(a.ranks), "must be in [1, 64]");
-  if (a.steps < 1)
-    throw InputError("<command line>", "--steps", std::to_string(a.steps), "must be >= 1");
+  if (a.steps < 1 || a.steps > 1'000'000)
+    throw InputError("<command line>", "--steps", std::to_string(a.steps),
+                     "must be in [1, 1000000]");
   if (a.n > (size_t{1} << 26))
     throw InputError("<command line>", "--n", std::to_string(a.n), "must be <= 2^26");
+  check_output_path(a.out, "--out");
   const auto start = std::chrono::steady_clock::now();
   const demo::RegressionProblem problem(a.n, a.seed, a.batch, static_cast<float>(kLabelNoise));
   std::vector<RunResult> runs;
@@ -249,29 +253,37 @@ int run_demo(const DemoArgs& a) {
   return 0;
 }
 
-Registrar reg(
-    "demo",
-    "Run all six optimizers on a synthetic regression over local ranks and compare "
-    "loss and bytes sent",
-    [](CLI::App& sub) {
-      auto a = std::make_shared<DemoArgs>();
-      sub.add_option("--ranks", a->ranks, "data-parallel ranks (threads)")->capture_default_str();
-      sub.add_option("--steps", a->steps, "optimizer steps per run")->capture_default_str();
-      sub.add_option("--n", a->n, "approximate parameter count (rounded to whole matrix rows)")
-          ->capture_default_str();
-      sub.add_option("--batch", a->batch, "samples per rank per step")->capture_default_str();
-      sub.add_option("-o,--out", a->out, "JSON result path")->capture_default_str();
-      sub.add_option("--seed", a->seed, "seed of the problem and its samples")
-          ->capture_default_str();
-      sub.footer(
-          "The JSON result holds the config (with every optimizer's full canonical "
-          "block), the environment, and per optimizer: initial and final loss, bytes "
-          "sent per rank in total and per phase, and the volume relative to the "
-          "baseline (Adam for 1-bit Adam and 0/1 Adam, LAMB for 1-bit LAMB and "
-          "SLAMB). Wall times live in the \"timing\" object (keys ending in _s), the "
-          "only part that differs between runs with the same arguments.");
-      return [a] { return run_demo(*a); };
-    });
+Registrar reg("demo",
+              "Run all six optimizers on a synthetic regression over local ranks and compare "
+              "loss and bytes sent",
+              [](CLI::App& sub) {
+                auto a = std::make_shared<DemoArgs>();
+                sub.add_option("--ranks", a->ranks, "data-parallel ranks (threads)")
+                    ->transform(decimal_integer<int>())
+                    ->capture_default_str();
+                sub.add_option("--steps", a->steps, "optimizer steps per run")
+                    ->transform(decimal_integer<int64_t>())
+                    ->capture_default_str();
+                sub.add_option("--n", a->n,
+                               "approximate parameter count (rounded to whole matrix rows)")
+                    ->transform(decimal_integer<size_t>())
+                    ->capture_default_str();
+                sub.add_option("--batch", a->batch, "samples per rank per step")
+                    ->transform(decimal_integer<size_t>())
+                    ->capture_default_str();
+                sub.add_option("-o,--out", a->out, "JSON result path")->capture_default_str();
+                sub.add_option("--seed", a->seed, "seed of the problem and its samples")
+                    ->transform(decimal_integer<uint64_t>())
+                    ->capture_default_str();
+                sub.footer(
+                    "The JSON result holds the config (with every optimizer's full canonical "
+                    "block), the environment, and per optimizer: initial and final loss, bytes "
+                    "sent per rank in total and per phase, and the volume relative to the "
+                    "baseline (Adam for 1-bit Adam and 0/1 Adam, LAMB for 1-bit LAMB and "
+                    "SLAMB). Wall times live in the \"timing\" object (keys ending in _s), the "
+                    "only part that differs between runs with the same arguments.");
+                return [a] { return run_demo(*a); };
+              });
 
 }  // namespace
 }  // namespace clbo::cli

@@ -86,11 +86,15 @@ int run(const PlotArgs& a) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  // plot_all.py exits 2 without matplotlib after printing which package to install.
-  if (code == 2)
-    std::cerr << "clbo plot: " << python << " could not draw the figures (see above)" << std::endl;
-  return code;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  // plot_all.py exits 2 without matplotlib after printing which package to install; any
+  // other failure of the interpreter is named here, since it may have printed nothing.
+  const std::string how = WIFSIGNALED(status)
+                              ? std::string("was killed by signal ") + strsignal(WTERMSIG(status))
+                              : "exited with status " + std::to_string(WEXITSTATUS(status));
+  std::cerr << "clbo: error: plot: the interpreter --python " << python << " " << how << " running "
+            << all[1] << " (its own messages, if any, are above)" << std::endl;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 clbo::cli::Registrar reg(

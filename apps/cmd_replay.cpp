@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,8 +22,10 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/layout.hpp"
 #include "clbo/core/npy.hpp"
+#include "clbo/core/output_file.hpp"
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/schedule/config.hpp"
+#include "clbo/schedule/schedule.hpp"
 #include "cli.hpp"
 #include "nonfinite_scan.hpp"
 
@@ -49,6 +52,12 @@ std::string value_text(float v) {
 }
 
 ReplayInputs load_inputs(const ReplayArgs& a) {
+  // The output first: a replay never fails at its end for a reason known at its start.
+  check_output_path(a.out, "--out",
+                    {{"--optimizer", a.optimizer},
+                     {"--params0", a.params0},
+                     {"--grads", a.grads},
+                     {"--layout", a.layout}});
   ReplayInputs in;
   // Shapes first: they are cheap and everything else depends on them.
   in.grads = std::make_unique<NpyMappedF32>(a.grads);
@@ -90,6 +99,9 @@ ReplayInputs load_inputs(const ReplayArgs& a) {
     in.optimizers.push_back(make_optimizer(block, a.optimizer, in.layout, in.p, r));
   // With "nonfinite": "skip" the optimizers agree among ranks to skip bad steps themselves.
   in.skip_nonfinite = in.optimizers[0]->config().common.nonfinite == NonfinitePolicy::kSkip;
+  for (const std::string& w :
+       phase_warnings(in.optimizers[0]->config(), static_cast<int64_t>(in.T)))
+    std::cerr << "clbo: warning: " << w << std::endl;
 
   // The gradients last: the scan reads the whole file, so do it only for otherwise good input.
   if (!in.skip_nonfinite) {
@@ -132,6 +144,8 @@ int run_replay(const ReplayArgs& a) {
     for (size_t t = 0; t < T; ++t) {
       const size_t slab = (t * p + r) * n;  // grads[t, r, :] and out[t, r, :]
       if (!opt.step(comm, params.data(), grads + slab)) ++skipped[r];
+      require_finite_params(opt, in.layout, params.data(), inner.rank(),
+                            static_cast<int64_t>(t + 1));
       out.write_at(slab, params.data(), n);
       const size_t decile = (t + 1) * 10 / T;
       if (r == 0 && decile > reported_decile) {

@@ -28,6 +28,7 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
 #include "cli.hpp"
+#include "cli_integer.hpp"
 
 #ifndef CLBO_SOURCE_DIR
 #define CLBO_SOURCE_DIR ""
@@ -197,9 +198,12 @@ Reproduction make_reproduction(const Options& o) {
         make_step("validate", false,
                   fmt::format("validate {} simulation experiment{}", sims.size() + papers.size(),
                               sims.size() + papers.size() == 1 ? "" : "s"));
-    for (const std::vector<fs::path>* files : {&sims, &std::as_const(papers)})
+    // With the compute step's -o, so the check covers the output path it will write.
+    for (const auto& [files, kind] :
+         {std::pair{&sims, "sim"}, std::pair{&std::as_const(papers), "paper"}})
       for (const auto& f : *files)
-        s.commands.push_back({"clbo", "simulate", "--check", arg_path(p, f)});
+        s.commands.push_back({"clbo", "simulate", "--check", arg_path(p, f), "-o",
+                              arg_path(p, results / kind / f.filename())});
     s.hint = "`clbo simulate` needs the simulator (SimGrid: apt-get install libsimgrid-dev)";
     p.steps.push_back(s);
   }
@@ -207,7 +211,9 @@ Reproduction make_reproduction(const Options& o) {
     Step s = make_step("validate", false,
                        fmt::format("validate {} convergence experiment{} and the data",
                                    trains.size(), trains.size() == 1 ? "" : "s"));
-    for (const auto& f : trains) s.commands.push_back({"clbo", "train", "--check", arg_path(p, f)});
+    for (const auto& f : trains)
+      s.commands.push_back({"clbo", "train", "--check", arg_path(p, f), "-o",
+                            arg_path(p, results / "convergence" / f.filename())});
     s.hint = "`clbo train` needs Eigen (libeigen3-dev) and the data (dataset-fashion-mnist)";
     p.steps.push_back(s);
   }
@@ -624,7 +630,8 @@ clbo::cli::Registrar reg(
           ->capture_default_str();
       sub.add_option("-j,--jobs", o->jobs,
                      "independent experiments run at once (default 0: one per core); results "
-                     "do not depend on it");
+                     "do not depend on it")
+          ->transform(clbo::cli::decimal_integer<int>());
       sub.add_flag("-q,--quiet", o->quiet, "no progress lines (failures and the summary only)");
       sub.add_flag("--dry-run", o->dry_run, "print the steps and their commands; run nothing");
       return [o] { return run_reproduce(*o); };

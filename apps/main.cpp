@@ -1,6 +1,7 @@
 // The clbo command line: one subcommand per engine (see `clbo --help`).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -47,10 +48,32 @@ int main(int argc, char** argv) {
     auto act = e.setup(*sub);
     sub->callback([&action, act] { action = act; });
   }
+  // A mistyped subcommand: CLI11 would only say the argument was not expected.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto& e : entries) names.push_back(e.name);
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::string near = nearest_name(argv[1], names);
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      std::cerr << "clbo: error: "
+                << InputError("<command line>", "subcommand", bounded_text(argv[1]),
+                              (near.empty() ? std::string("unknown subcommand")
+                                            : "unknown subcommand; did you mean '" + near + "'?") +
+                                  " (subcommands: " + list + "; see clbo --help)")
+                       .what()
+                << std::endl;
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every other parse error is an input error.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "clbo: error: <command line>: " << e.what()
+              << "\nRun with --help for more information." << std::endl;
+    return 2;
   }
   try {
     return action ? action() : 0;
@@ -58,7 +81,10 @@ int main(int argc, char** argv) {
     std::cerr << "clbo: error: " << e.what() << std::endl;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "clbo: error: " << e.what() << std::endl;
+    std::cerr << "clbo: error: " << exception_text(e) << std::endl;
+    return 1;
+  } catch (...) {
+    std::cerr << "clbo: error: an unknown exception stopped the command" << std::endl;
     return 1;
   }
 }

@@ -5,6 +5,7 @@
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
+  clang libclang-rt-14-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libsimgrid-dev libeigen3-dev zlib1g-dev

@@ -39,21 +39,24 @@ void progress_bar(int done, int total, const std::string& label) {
 int run(const Args& a) {
   nlohmann::json spec;
   std::string file = a.experiment, out = a.output;
-  if (file.empty()) {
+  if (file.empty()) file = clbo::sim::preset_path("sim", "default-sweep");
+  if (out.empty()) out = clbo::default_results_path(file);
+  // The output first: a run never fails at its end for a reason known at its start.
+  clbo::check_output_path(out, a.output.empty() ? "output (the default for EXPERIMENT)" : "--out",
+                          {{"EXPERIMENT", a.experiment}});
+  if (a.experiment.empty())
     spec = clbo::sim::preset_json("sim", "default-sweep", "<command line>", "experiment");
-    file = clbo::sim::preset_path("sim", "default-sweep");
-  } else {
+  else
     spec = clbo::load_json_file(file);
-  }
   // Everything is checked before any work: the simulate block, then the published values
   // its rows carry.
-  clbo::sim::validate_experiment(spec, file);
+  for (const auto& w : clbo::sim::validate_experiment(spec, file))
+    std::cerr << "clbo: warning: " << w << std::endl;
   clbo::report::check_paper_rows(spec, file);
   if (a.check) {
-    std::cout << file << ": ok" << std::endl;
+    std::cout << file << ": ok (output: " << out << ")" << std::endl;
     return 0;
   }
-  if (out.empty()) out = clbo::default_results_path(file);
   clbo::sim::SimulateOptions opt;
   if (!a.quiet) opt.progress = progress_bar;
   if (!a.quiet) clbo::cli::progress("simulating " + file);

@@ -14,6 +14,7 @@
 #include "clbo/train/summary.hpp"
 #include "clbo/train/trainer.hpp"
 #include "cli.hpp"
+#include "cli_integer.hpp"
 
 namespace {
 
@@ -25,11 +26,18 @@ struct TrainArgs {
 };
 
 int run_summary(const TrainArgs& a) {
+  if (!a.out.empty()) {
+    std::vector<clbo::NamedPath> inputs;
+    for (const auto& path : a.inputs) inputs.push_back({"RESULT", path});
+    clbo::check_output_path(a.out, "--out", inputs);
+  }
   std::vector<std::pair<std::string, nlohmann::json>> docs;
   for (const auto& path : a.inputs) {
     nlohmann::json doc = clbo::load_json_file(path);
-    if (doc.value("schema", "") != "clbo.train/1")
-      throw clbo::InputError(path, "schema", doc.value("schema", std::string("missing")),
+    const auto schema = doc.is_object() ? doc.find("schema") : doc.end();
+    if (schema == doc.end() || *schema != "clbo.train/1")
+      throw clbo::InputError(path, "schema",
+                             schema == doc.end() ? "missing" : clbo::json_excerpt(*schema),
                              "not a `clbo train` result (expected \"clbo.train/1\")");
     docs.emplace_back(path, std::move(doc));
   }
@@ -53,20 +61,24 @@ int run_train(const TrainArgs& a) {
   const std::string& path = a.inputs[0];
   if (a.gemm == "portable")
     clbo::kernels::detail::set_gemm_path(clbo::kernels::detail::GemmPath::kPortable);
-  // Validate the whole experiment before touching the data.
+  // The output first, then the whole experiment, then the data: nothing that can be known
+  // at the start fails at the end (and --check rejects whatever the run would).
+  const std::string out = a.out.empty() ? clbo::default_results_path(path) : a.out;
+  clbo::check_output_path(out, a.out.empty() ? "output (the default for EXPERIMENT)" : "--out",
+                          {{"EXPERIMENT", path}});
   clbo::train::ExperimentSpec spec = clbo::train::load_experiment(path);
   for (const std::string& w : spec.warnings) std::cerr << "clbo: warning: " << w << "\n";
   if (!a.data_dir.empty()) spec.data_dir = a.data_dir;
   const clbo::train::FashionMnist data = clbo::train::load_fashion_mnist(spec.data_dir);
+  clbo::train::check_experiment(spec, data);
   if (a.check) {  // the data loaded and checked too: a missing dataset fails here, not later
-    std::cout << path << ": ok (data: " << spec.data_dir << ")" << std::endl;
+    std::cout << path << ": ok (data: " << spec.data_dir << ", output: " << out << ")" << std::endl;
     return 0;
   }
   clbo::train::TrainOptions opts;
   opts.threads = a.threads;
   if (!a.quiet) opts.progress = [](const std::string& m) { clbo::cli::progress(m); };
   const nlohmann::json result = clbo::train::run_experiment(spec, data, opts);
-  const std::string out = a.out.empty() ? clbo::default_results_path(path) : a.out;
   clbo::write_json_atomic(out, result);
   clbo::cli::progress(fmt::format("wrote {} (status {}, {:.1f} s)", out,
                                   result["status"].get<std::string>(),
@@ -102,6 +114,7 @@ clbo::cli::Registrar reg(
                          clbo::train::kFashionMnistPackage + ")");
       sub.add_option("--threads", a->threads,
                      "threads for gradients and evaluation (results do not depend on it)")
+          ->transform(clbo::cli::decimal_integer<int>())
           ->default_val(2);
       sub.add_option("--gemm", a->gemm,
                      "matrix-product kernel: auto (AVX2+FMA where the CPU has it) or portable "

@@ -399,6 +399,7 @@ const std::vector<float>& reference_compressed(int p, size_t n, uint64_t seed) {
 
 int run_collective_bench(const CollectiveBenchConfig& cfg) {
   validate(cfg);
+  if (!cfg.out.empty()) check_output_path(cfg.out, "--out");  // before any measurement
   Plan plan;
   plan.cfg = cfg;
   const auto names = split_commas(join(cfg.ops, ","));

@@ -38,7 +38,8 @@ struct CollectiveBenchConfig {
   int64_t ngpus = 1;                                // nccl without mpirun: GPUs in one process
   double sparse_k = 0.1;                            // sparse: kept fraction
   uint64_t seed = 0;
-  std::string out;  // JSON result path ("" = results/bench/collectives-<backend>-p<P>.json)
+  double timeout_s = 120;  // mpi: the longest wait for a peer before the job fails
+  std::string out;         // JSON result path ("" = results/bench/collectives-<backend>-p<P>.json)
 };
 
 const std::vector<std::string>& op_names();

@@ -20,15 +20,24 @@ namespace clbo::bench {
 
 namespace {
 
-// FNV-1a of everything in the configuration that every rank must share.
-uint64_t config_hash(const Plan& plan) {
+// Everything in the configuration that every rank must share, by option name, so a
+// mismatch names the option.
+Settings shared_settings(const Plan& plan) {
   const auto& c = plan.cfg;
-  const std::string text = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", fmt::join(c.ops, ","),
-                                       c.backend, c.dtype, c.algo, c.min_bytes, c.max_bytes,
-                                       c.step_factor, c.iters, c.warmup, c.check, c.sparse_k);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : text + "|" + std::to_string(c.seed)) h = (h ^ ch) * 1099511628211ull;
-  return h;
+  Settings s;
+  s.add("--op", fmt::format("{}", fmt::join(c.ops, ",")));
+  s.add("--backend", c.backend);
+  s.add("--dtype", c.dtype);
+  s.add("--algo", c.algo);
+  s.add("--minbytes", c.min_bytes);
+  s.add("--maxbytes", c.max_bytes);
+  s.add("--stepfactor", std::to_string(c.step_factor));
+  s.add("--iters", std::to_string(c.iters));
+  s.add("--warmup_iters", std::to_string(c.warmup));
+  s.add("--check", std::to_string(c.check));
+  s.add("--sparse-k", fmt::format("{}", c.sparse_k));
+  s.add("--seed", std::to_string(c.seed));
+  return s;
 }
 
 class HostOps final : public RankOps {
@@ -85,7 +94,9 @@ class HostOps final : public RankOps {
       // Every rank must run the same op, size and configuration; a mismatch fails all ranks
       // here, before any payload. The timed calls then skip their per-call header.
       mpi_->set_check_headers(true);
-      mpi_->agree(CallHeader::make(op_name(op), count, plan_.elem_bytes, config_hash(plan_)));
+      const Settings settings = shared_settings(plan_);
+      mpi_->agree(CallHeader::make(op_name(op), count, plan_.elem_bytes, settings.hash()),
+                  &settings);
       mpi_->set_check_headers(false);
     }
 #endif
@@ -275,16 +286,22 @@ std::vector<Row> run_local_backend(const Plan& plan, nlohmann::json& describe) {
 std::vector<Row> run_mpi_backend(const Plan& plan, nlohmann::json& describe, bool& is_root) {
 #ifdef CLBO_WITH_MPI_BACKEND
   MpiSession session;
-  MpiCommunicator comm(MPI_COMM_WORLD);
+  MpiOptions options;
+  options.timeout_s = plan.cfg.timeout_s;
+  MpiCommunicator comm(MPI_COMM_WORLD, options);
   // One header exchange per size (in setup) guards the whole timed loop, so the timed calls
   // themselves run without per-call header checks, as nccl-tests times bare collectives.
   HostOps ops(comm, plan);
   is_root = comm.rank() == 0;
-  // Errors propagate to main(), which prints them on every rank: the per-size agreement
-  // makes them the same message everywhere.
-  std::vector<Row> rows = sweep(ops, plan);
-  describe = ops.describe();
-  return rows;
+  try {
+    std::vector<Row> rows = sweep(ops, plan);
+    describe = ops.describe();
+    return rows;
+  } catch (const std::exception& e) {
+    // Every rank prints the (agreed, hence equal) message; a peer that is stopped or gone
+    // would make finalizing hang, so the whole job ends here.
+    MpiSession::abort_job(exception_text(e), 1);
+  }
 #else
   (void)plan, (void)describe, (void)is_root;
   throw Error("clbo bench collectives: built without MPI");

@@ -2,33 +2,76 @@
 
 #include <fmt/format.h>
 
+#include <cfloat>
 #include <cmath>
-#include <fstream>
 
 #include "clbo/core/error.hpp"
 
 namespace clbo {
 
-nlohmann::json load_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "(file)", path, "cannot open file");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, "(file)", path, fmt::format("invalid JSON: {}", e.what()));
+namespace {
+
+using Wide = __int128;
+
+// The integer `v` holds, widened so every JSON integer and every integral double below 2^64
+// fits; false when it holds no integer. `huge` is set for integral doubles of 2^64 or more.
+bool integer_of(const nlohmann::json& v, Wide& out, bool& huge) {
+  huge = false;
+  if (v.is_number_unsigned()) {
+    out = static_cast<Wide>(v.get<uint64_t>());
+    return true;
   }
+  if (v.is_number_integer()) {
+    out = static_cast<Wide>(v.get<int64_t>());
+    return true;
+  }
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || std::floor(d) != d) return false;
+  if (std::fabs(d) >= 18446744073709551616.0) {
+    huge = true;
+    out = d < 0 ? -(Wide{1} << 64) : (Wide{1} << 64);
+    return true;
+  }
+  out = static_cast<Wide>(d);
+  return true;
+}
+
+Wide checked_integer(const nlohmann::json& v, const std::string& where, const std::string& field,
+                     Wide lo, Wide hi, const std::string& range) {
+  Wide i = 0;
+  bool huge = false;
+  if (!integer_of(v, i, huge))
+    throw InputError(where, field, json_excerpt(v), "expected an integer in " + range);
+  if (huge || i < lo || i > hi)
+    throw InputError(where, field, json_excerpt(v), "must be in " + range);
+  return i;
+}
+
+}  // namespace
+
+int64_t json_int64(const nlohmann::json& v, const std::string& where, const std::string& field,
+                   int64_t min_value, int64_t max_value) {
+  return static_cast<int64_t>(checked_integer(v, where, field, min_value, max_value,
+                                              fmt::format("[{}, {}]", min_value, max_value)));
+}
+
+uint64_t json_uint64(const nlohmann::json& v, const std::string& where, const std::string& field,
+                     uint64_t min_value, uint64_t max_value) {
+  return static_cast<uint64_t>(checked_integer(v, where, field, min_value, max_value,
+                                               fmt::format("[{}, {}]", min_value, max_value)));
 }
 
 ConfigReader::ConfigReader(const nlohmann::json& obj, std::string file, std::string prefix)
     : obj_(obj), file_(std::move(file)), prefix_(std::move(prefix)) {
   if (!obj_.is_object())
-    throw InputError(file_, prefix_.empty() ? "(root)" : prefix_, obj_.dump(),
+    throw InputError(file_, prefix_.empty() ? "(root)" : prefix_, json_excerpt(obj_),
                      "expected a JSON object");
 }
 
 void ConfigReader::fail(const std::string& key, const std::string& why) const {
   const auto it = obj_.find(key);
-  throw InputError(file_, field(key), it == obj_.end() ? "missing" : it->dump(), why);
+  throw InputError(file_, field(key), it == obj_.end() ? "missing" : json_excerpt(*it), why);
 }
 
 const nlohmann::json* ConfigReader::get(const std::string& key) {
@@ -57,20 +100,28 @@ double ConfigReader::number_in(const std::string& key, double def, double lo, bo
   return d;
 }
 
-int64_t ConfigReader::integer(const std::string& key, int64_t def, int64_t min_value) {
+double ConfigReader::fp32_number(const std::string& key, double def) {
+  const double d = number(key, def);
+  if (std::fabs(d) > FLT_MAX)
+    fail(key, fmt::format("overflows fp32, in which it is used (the largest float is {:g})",
+                          static_cast<double>(FLT_MAX)));
+  if (d != 0 && std::fabs(d) < FLT_MIN)
+    fail(key, fmt::format("is below the smallest normal fp32 value {:g}, so the fp32 arithmetic "
+                          "that uses it would flush it towards zero",
+                          static_cast<double>(FLT_MIN)));
+  return d;
+}
+
+int64_t ConfigReader::signed_integer(const std::string& key, int64_t def, int64_t min_value,
+                                     int64_t max_value) {
   const auto* v = get(key);
-  if (!v) return def;
-  int64_t i = 0;
-  if (v->is_number_integer()) {
-    i = v->get<int64_t>();
-  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
-             std::abs(v->get<double>()) < 9e15) {
-    i = static_cast<int64_t>(v->get<double>());
-  } else {
-    fail(key, "expected an integer");
-  }
-  if (i < min_value) fail(key, fmt::format("must be >= {}", min_value));
-  return i;
+  return v ? json_int64(*v, file_, field(key), min_value, max_value) : def;
+}
+
+uint64_t ConfigReader::unsigned_integer(const std::string& key, uint64_t def, uint64_t min_value,
+                                        uint64_t max_value) {
+  const auto* v = get(key);
+  return v ? json_uint64(*v, file_, field(key), min_value, max_value) : def;
 }
 
 bool ConfigReader::boolean(const std::string& key, bool def) {
@@ -80,17 +131,44 @@ bool ConfigReader::boolean(const std::string& key, bool def) {
   return v->get<bool>();
 }
 
-std::string ConfigReader::choice(const std::string& key, const std::string& def,
-                                 const std::vector<std::string>& allowed) {
+std::string ConfigReader::string(const std::string& key, const std::string& def) {
   const auto* v = get(key);
   if (!v) return def;
   if (!v->is_string()) fail(key, "expected a string");
-  const auto s = v->get<std::string>();
+  return v->get<std::string>();
+}
+
+std::string ConfigReader::choice(const std::string& key, const std::string& def,
+                                 const std::vector<std::string>& allowed) {
+  if (!get(key)) return def;  // the default is the caller's, and may be "" for "required"
+  const std::string s = string(key, def);
   for (const auto& a : allowed)
     if (a == s) return s;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   fail(key, fmt::format("must be one of {}{}", list, did_you_mean(s, allowed)));
+}
+
+const nlohmann::json& ConfigReader::array(const std::string& key, bool required) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  const auto* v = get(key);
+  if (!v) {
+    if (required) fail(key, "required: a non-empty array");
+    return empty;
+  }
+  if (!v->is_array() || v->empty()) fail(key, "expected a non-empty array");
+  return *v;
+}
+
+const nlohmann::json& ConfigReader::object(const std::string& key, bool required) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  const auto* v = get(key);
+  if (!v) {
+    if (required) fail(key, "required: an object");
+    return empty;
+  }
+  if (!v->is_object()) fail(key, "expected an object");
+  return *v;
 }
 
 std::pair<double, double> ConfigReader::betas(const std::string& key,
@@ -101,6 +179,13 @@ std::pair<double, double> ConfigReader::betas(const std::string& key,
     fail(key, "expected [beta1, beta2]");
   const double b1 = (*v)[0].get<double>(), b2 = (*v)[1].get<double>();
   if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) fail(key, "each beta must be in [0, 1)");
+  // The optimizers round β to fp32 once; a β that rounds to 1 would freeze its moment.
+  for (const double b : {b1, b2})
+    if (static_cast<float>(b) >= 1.0f || (b != 0 && static_cast<float>(b) < FLT_MIN))
+      fail(key, fmt::format("beta {} rounds to {:g} in fp32, in which it is used; the largest "
+                            "fp32 value below 1 is {:.9g}",
+                            b, static_cast<double>(static_cast<float>(b)),
+                            static_cast<double>(std::nextafter(1.0f, 0.0f))));
   return {b1, b2};
 }
 

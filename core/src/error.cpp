@@ -1,23 +1,54 @@
 #include "clbo/core/error.hpp"
 
 #include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
+#include <new>
 
 namespace clbo {
 
-InputError::InputError(std::string where, std::string field, std::string value, std::string why)
-    : Error(fmt::format("{}: field '{}' = {}: {}", where, field, value, why)),
-      where_(std::move(where)),
-      field_(std::move(field)),
-      value_(std::move(value)) {}
+std::string bounded_text(std::string_view text, size_t max_chars) {
+  if (text.size() <= max_chars) return std::string(text);
+  // Cut at a UTF-8 character boundary, so the message stays valid text.
+  size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return fmt::format("{}... ({} bytes in all)", text.substr(0, cut), text.size());
+}
 
-static size_t edit_distance(const std::string& a, const std::string& b) {
+InputError::InputError(std::string where, std::string field, std::string value, std::string why)
+    : Error(fmt::format("{}: field '{}' = {}: {}", bounded_text(where, kMaxEchoedPath),
+                        bounded_text(field, kMaxEchoedChars), bounded_text(value, kMaxEchoedChars),
+                        why)),
+      where_(bounded_text(where, kMaxEchoedPath)),
+      field_(bounded_text(field, kMaxEchoedChars)),
+      value_(bounded_text(value, kMaxEchoedChars)),
+      why_(std::move(why)) {}
+
+std::string exception_text(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return fmt::format(
+        "out of memory ({}): the run needs more memory than the system grants; "
+        "reduce its size (batch, model, steps) or free memory",
+        e.what());
+  return e.what();
+}
+
+namespace {
+
+// Names longer than this are never typos of a known name: skip the quadratic comparison.
+constexpr size_t kMaxSuggestedLength = 256;
+
+size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
+      const size_t sub = prev[j - 1] + (std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                                                std::tolower(static_cast<unsigned char>(b[j - 1]))
+                                            ? 0
+                                            : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
     }
     std::swap(prev, cur);
@@ -25,7 +56,10 @@ static size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+}  // namespace
+
 std::string nearest_name(const std::string& bad, const std::vector<std::string>& candidates) {
+  if (bad.size() > kMaxSuggestedLength) return {};
   std::string best;
   size_t best_d = SIZE_MAX;
   for (const auto& c : candidates) {

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 
 namespace clbo {
@@ -40,64 +40,50 @@ void ParamLayout::require_total(size_t n, const std::string& where) const {
 ParamLayout ParamLayout::from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object() || !j.contains("tensors") || !j["tensors"].is_array())
     throw InputError(
-        where, "tensors", j.is_object() && j.contains("tensors") ? j["tensors"].dump() : "missing",
+        where, "tensors",
+        j.is_object() && j.contains("tensors") ? json_excerpt(j["tensors"]) : "missing",
         "expected {\"tensors\": [{\"name\": ..., \"size\": N, \"shape\": [...]}, ...]}");
   ParamLayout l;
   const auto& arr = j["tensors"];
   if (arr.empty()) throw InputError(where, "tensors", "[]", "a layout needs at least one tensor");
   for (size_t i = 0; i < arr.size(); ++i) {
-    const auto& t = arr[i];
     const std::string f = fmt::format("tensors[{}]", i);
-    if (!t.is_object()) throw InputError(where, f, t.dump(), "expected an object");
-    for (auto it = t.begin(); it != t.end(); ++it)
-      if (it.key() != "name" && it.key() != "size" && it.key() != "shape")
-        throw InputError(where, f + "." + it.key(), it.value().dump(),
-                         "unknown field" + did_you_mean(it.key(), {"name", "size", "shape"}));
-    std::string name = t.contains("name") ? t["name"].get<std::string>() : fmt::format("t{}", i);
+    ConfigReader t(arr[i], where, f);
+    for (const char* key : {"name", "size", "shape"}) t.ignore(key);
+    t.finish();  // an unknown field first: a typo of "size" must not read as a missing size
+    std::string name = t.string("name", fmt::format("t{}", i));
     std::vector<int64_t> shape;
-    if (t.contains("shape")) {
-      if (!t["shape"].is_array())
-        throw InputError(where, f + ".shape", t["shape"].dump(), "expected an array");
-      for (const auto& d : t["shape"]) {
-        if (!d.is_number_integer() || d.get<int64_t>() <= 0)
-          throw InputError(where, f + ".shape", t["shape"].dump(),
-                           "dimensions must be positive integers");
-        shape.push_back(d.get<int64_t>());
-      }
+    if (t.has("shape") && arr[i]["shape"].is_array() && arr[i]["shape"].empty())
+      t.ignore("shape");  // a scalar's shape, as to_json writes it
+    else
+      shape = t.integers<int64_t>("shape", {}, 1, kMaxLayoutElements);
+    uint64_t prod = 1;
+    for (auto d : shape) {
+      prod *= static_cast<uint64_t>(d);
+      if (prod > kMaxLayoutElements)
+        t.fail("shape", fmt::format("holds more than {} elements", kMaxLayoutElements));
     }
     size_t size = 0;
-    if (t.contains("size")) {
-      if (!t["size"].is_number_integer() || t["size"].get<int64_t>() <= 0)
-        throw InputError(where, f + ".size", t["size"].dump(), "must be a positive integer");
-      size = t["size"].get<size_t>();
+    if (t.has("size")) {
+      size = t.integer<size_t>("size", 0, 1, kMaxLayoutElements);
     } else if (!shape.empty()) {
-      size = 1;
-      for (auto d : shape) size *= static_cast<size_t>(d);
+      size = prod;
     } else {
-      throw InputError(where, f + ".size", "missing", "each tensor needs a size or a shape");
+      t.fail("size", "each tensor needs a size or a shape");
     }
-    if (!shape.empty()) {
-      size_t prod = 1;
-      for (auto d : shape) prod *= static_cast<size_t>(d);
-      if (prod != size)
-        throw InputError(where, f + ".shape", t["shape"].dump(),
-                         fmt::format("product {} differs from size {}", prod, size));
-    }
+    if (!shape.empty() && prod != size)
+      t.fail("shape", fmt::format("product {} differs from size {}", prod, size));
+    if (l.total() + size > kMaxLayoutElements)
+      throw InputError(
+          where, f + ".size", std::to_string(size),
+          fmt::format("the tensors hold more than {} elements in all", kMaxLayoutElements));
     l.add(std::move(name), size, std::move(shape));
   }
   return l;
 }
 
 ParamLayout ParamLayout::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "(file)", path, "cannot open layout file");
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, "(file)", path, fmt::format("invalid JSON: {}", e.what()));
-  }
-  return from_json(j, path);
+  return from_json(load_json_file(path), path);
 }
 
 nlohmann::json ParamLayout::to_json() const {

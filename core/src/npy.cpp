@@ -18,6 +18,7 @@
 #include <map>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/input_file.hpp"
 
 namespace clbo {
 
@@ -331,14 +332,9 @@ std::string encode_npy_f32(const std::vector<int64_t>& shape, const float* data,
 // ---- reading ---------------------------------------------------------------------------
 
 NpyMappedF32::NpyMappedF32(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path, "(file)", path, "cannot open: " + errno_text());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path, "(file)", path, "not a regular file");
-  }
-  map_bytes_ = static_cast<size_t>(st.st_size);
+  uint64_t size = 0;
+  const int fd = open_input_file(path, &size);
+  map_bytes_ = static_cast<size_t>(size);
   if (map_bytes_ > 0) {
     map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map_ == MAP_FAILED) {
@@ -385,56 +381,22 @@ NpyArray read_npy_f32(const std::string& path) {
 // ---- writing ---------------------------------------------------------------------------
 
 NpyStreamWriter::NpyStreamWriter(const std::string& path, const std::vector<int64_t>& shape)
-    : path_(path) {
+    : out_(path) {
   const std::string header = encode_npy_header_f32(shape);
   NpyHeader h;
   h.shape = shape;
   count_ = h.count();
   data_offset_ = header.size();
-  tmp_ = prepare_atomic_temp(path);
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(fmt::format("{}: cannot create {}: {}", path, tmp_, errno_text()));
-  try {
-    write_bytes(header.data(), header.size(), 0);
-    // Sized up front so ranks can fill disjoint slices in any order.
-    if (::ftruncate(fd_, static_cast<off_t>(data_offset_ + count_ * sizeof(float))) != 0)
-      throw Error(fmt::format("{}: cannot size {}: {}", path, tmp_, errno_text()));
-  } catch (...) {
-    discard();
-    throw;
-  }
-}
-
-NpyStreamWriter::~NpyStreamWriter() {
-  if (!committed_) discard();
-}
-
-void NpyStreamWriter::discard() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  if (!tmp_.empty()) ::unlink(tmp_.c_str());
-}
-
-void NpyStreamWriter::write_bytes(const void* data, size_t bytes, uint64_t offset) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t w = ::pwrite(fd_, p, bytes, static_cast<off_t>(offset));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw Error(fmt::format("{}: write to {} failed: {}", path_, tmp_, errno_text()));
-    }
-    p += w;
-    bytes -= static_cast<size_t>(w);
-    offset += static_cast<uint64_t>(w);
-  }
+  out_.write(header);
+  // Sized up front so ranks can fill disjoint slices in any order.
+  out_.resize(data_offset_ + count_ * sizeof(float));
 }
 
 void NpyStreamWriter::write_at(size_t first, const float* data, size_t count) {
-  if (committed_ || fd_ < 0) throw Error(fmt::format("{}: writer is closed", path_));
   if (first > count_ || count > count_ - first)
-    throw Error(fmt::format("{}: write of {} elements at {} exceeds the array's {}", path_, count,
+    throw Error(fmt::format("{}: write of {} elements at {} exceeds the array's {}", path(), count,
                             first, count_));
-  write_bytes(data, count * sizeof(float), data_offset_ + first * sizeof(float));
+  out_.write_at(data_offset_ + first * sizeof(float), data, count * sizeof(float));
 }
 
 void NpyStreamWriter::append(const float* data, size_t count) {
@@ -443,21 +405,7 @@ void NpyStreamWriter::append(const float* data, size_t count) {
 }
 
 void NpyStreamWriter::commit() {
-  if (committed_) return;
-  if (fd_ < 0) throw Error(fmt::format("{}: writer is closed", path_));
-  const int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0) {
-    const std::string why = errno_text();
-    discard();
-    throw Error(fmt::format("{}: closing {} failed: {}", path_, tmp_, why));
-  }
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    const std::string why = errno_text();
-    discard();
-    throw Error(fmt::format("{}: cannot rename {} into place: {}", path_, tmp_, why));
-  }
-  committed_ = true;
+  out_.commit();
 }
 
 void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {

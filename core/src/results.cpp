@@ -3,10 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-
 #include "clbo/core/error.hpp"
 
 #ifndef CLBO_VERSION
@@ -23,39 +19,6 @@ std::string clbo_version() {
 }
 std::string clbo_git_hash() {
   return CLBO_GIT_HASH;
-}
-
-std::string prepare_atomic_temp(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec)
-    throw Error(fmt::format("{}: cannot create folder {}: {}", path, target.parent_path().string(),
-                            ec.message()));
-  return fmt::format("{}.tmp.{}", path, ::getpid());
-}
-
-void write_file_atomic(const std::string& path, std::string_view data) {
-  namespace fs = std::filesystem;
-  const std::string tmp = prepare_atomic_temp(path);
-  std::error_code ec;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot open {} for writing", path, tmp));
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw Error(fmt::format("{}: write failed", path));
-    }
-  }
-  fs::rename(tmp, fs::path(path), ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw Error(fmt::format("{}: cannot rename {} into place: {}", path, tmp, ec.message()));
-  }
 }
 
 void write_json_atomic(const std::string& path, const nlohmann::json& j) {

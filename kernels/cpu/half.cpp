@@ -4,7 +4,10 @@
 // bit-identical to the reference (the tests compare them over all 65536 codes).
 #include "clbo/kernels/half.hpp"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// CLBO_NO_MULTIVERSION (the clang fuzz build) keeps the scalar path: clang 14 does not know
+// "f16c" in __builtin_cpu_supports.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(CLBO_NO_MULTIVERSION)
 #include <immintrin.h>
 #define CLBO_HAVE_F16C_DISPATCH 1
 #endif

@@ -86,7 +86,12 @@ bool OptimizerBase::step(Communicator& comm, float* params, const float* grad) {
       return false;
     }
   }
-  update(comm, params, grad, t);
+  try {
+    update(comm, params, grad, t);
+  } catch (const SkippedStep&) {
+    ++skipped_;
+    return false;
+  }
   steps_ = t;
   return true;
 }
@@ -94,6 +99,18 @@ bool OptimizerBase::step(Communicator& comm, float* params, const float* grad) {
 float* OptimizerBase::average_gradient(Communicator& comm, const float* grad) {
   std::copy(grad, grad + n_, scratch_.begin());
   ring_allreduce_mean(comm, scratch_.data(), n_);
+  // Each rank's gradient was finite (step() checked it); their sum can still overflow fp32.
+  // Every rank holds the same reduced bits, so every rank decides the same way, and no
+  // state has changed yet: every update() averages before it touches its state.
+  const size_t bad = first_nonfinite(scratch_.data(), n_);
+  if (bad < n_) {
+    if (config_.common.nonfinite == NonfinitePolicy::kSkip) throw SkippedStep{};
+    throw Error(fmt::format(
+        "{}: rank {}, step {}: the allreduced mean gradient is non-finite at {} (value {}): the "
+        "sum of the ranks' finite gradients overflowed fp32; set \"nonfinite\": \"skip\" in "
+        "the optimizer params to skip such steps",
+        type(), rank_, steps_ + 1, describe_element(layout_, bad), scratch_[bad]));
+  }
   return scratch_.data();
 }
 
@@ -194,9 +211,26 @@ void OptimizerBase::load_state(std::istream& in, const std::string& where) {
   loaded->lr_ = r.f32("lr");
   if (loaded->steps_ < 0 || loaded->skipped_ < 0)
     r.fail("steps", std::to_string(loaded->steps_), "negative step counter");
+  if (!std::isfinite(loaded->lr_) || loaded->lr_ < 0)
+    r.fail("lr", fmt::format("{}", loaded->lr_), "the learning rate must be finite and >= 0");
   loaded->load_fields(r);
   r.expect_end();
   assign_from(*loaded);
 }
 
 }  // namespace clbo::optim_detail
+
+namespace clbo {
+
+void require_finite_params(const Optimizer& opt, const ParamLayout& layout, const float* params,
+                           int rank, int64_t step) {
+  const size_t bad = optim_detail::first_nonfinite(params, layout.total());
+  if (bad < layout.total())
+    throw Error(fmt::format(
+        "{}: rank {}, step {}: the update made parameter {} non-finite (value {}) from finite "
+        "inputs: the step's fp32 arithmetic overflowed (check lr, weight_decay and eps against "
+        "the gradients' magnitude)",
+        opt.type(), rank, step, optim_detail::describe_element(layout, bad), params[bad]));
+}
+
+}  // namespace clbo

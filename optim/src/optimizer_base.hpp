@@ -43,7 +43,9 @@ class OptimizerBase : public Optimizer {
   virtual std::unique_ptr<OptimizerBase> clone() const = 0;
   virtual void assign_from(const OptimizerBase& other) = 0;
 
-  // The mean of every rank's gradient (ring_allreduce_mean, fp32), in scratch().
+  // The mean of every rank's gradient (ring_allreduce_mean, fp32), in scratch(). A
+  // non-finite mean (an fp32 overflow of the sum) is an error, or with nonfinite = "skip"
+  // skips the step; so call it before changing any state.
   float* average_gradient(Communicator& comm, const float* grad);
   // Adam/LAMB arguments with this optimizer's fp32 constants; bc1 = 1 − β1^t and
   // bc2 = 1 − β2^t (in double, rounded once) when bias_correction, else 1.
@@ -62,6 +64,9 @@ class OptimizerBase : public Optimizer {
  private:
   std::vector<float> scratch_;  // n floats of workspace, not state
 };
+
+// Thrown by average_gradient to skip the step (nonfinite = "skip"); step() catches it.
+struct SkippedStep {};
 
 // clone()/assign_from() for a concrete optimizer.
 template <class Derived>

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/json_reader.hpp"
 
 namespace clbo::report {
 
@@ -50,8 +51,9 @@ void check_paper_rows(const nlohmann::json& spec, const std::string& file) {
       if (std::find(known.begin(), known.end(), it.key()) == known.end())
         throw InputError(file, f, it.key(),
                          "unknown published quantity" + did_you_mean(it.key(), known));
-      if (!it.value().is_number())
-        throw InputError(file, f, it.value().dump(), "expected a number");
+      // Each error is relative to the published value, so 0 would make it infinite.
+      if (!it.value().is_number() || it.value().get<double>() == 0)
+        throw InputError(file, f, json_excerpt(it.value()), "expected a nonzero number");
     }
   }
 }

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/core/layout.hpp"
 
 namespace clbo {
 
@@ -42,14 +44,14 @@ void accept_transport_params(ConfigReader& r) {
 
 CommonParams read_common(ConfigReader& r, double default_eps) {
   CommonParams c;
-  c.lr = r.number("lr", c.lr);
+  c.lr = r.fp32_number("lr", c.lr);
   if (!(c.lr > 0)) r.fail("lr", "the learning rate must be > 0");
   const auto betas = r.betas("betas", {c.beta1, c.beta2});
   c.beta1 = betas.first;
   c.beta2 = betas.second;
-  c.eps = r.number("eps", default_eps);
+  c.eps = r.fp32_number("eps", default_eps);
   if (!(c.eps > 0)) r.fail("eps", "must be > 0 (it keeps m/(sqrt(v)+eps) finite)");
-  c.weight_decay = r.number("weight_decay", c.weight_decay);
+  c.weight_decay = r.fp32_number("weight_decay", c.weight_decay);
   if (c.weight_decay < 0) r.fail("weight_decay", "must be >= 0");
   c.nonfinite = r.choice("nonfinite", "error", {"error", "skip"}) == "skip"
                     ? NonfinitePolicy::kSkip
@@ -58,11 +60,21 @@ CommonParams read_common(ConfigReader& r, double default_eps) {
 }
 
 void read_trust_clamp(ConfigReader& r, double& min_coeff, double& max_coeff) {
-  min_coeff = r.number("min_coeff", min_coeff);
+  min_coeff = r.fp32_number("min_coeff", min_coeff);
   if (min_coeff < 0) r.fail("min_coeff", "must be >= 0");
-  max_coeff = r.number("max_coeff", max_coeff);
+  max_coeff = r.fp32_number("max_coeff", max_coeff);
   if (max_coeff < min_coeff)
     r.fail("max_coeff", fmt::format("must be >= min_coeff ({})", min_coeff));
+}
+
+// A decay rate in [0, 1) that the kernels use in fp32, where it must stay below 1.
+double read_decay(ConfigReader& r, const std::string& key, double def) {
+  const double d = r.number_in(key, def, 0, true, 1, false);
+  if (static_cast<float>(d) >= 1.0f)
+    r.fail(key, fmt::format("rounds to 1 in fp32, in which it is used; the largest fp32 value "
+                            "below 1 is {:.9g}",
+                            static_cast<double>(std::nextafter(1.0f, 0.0f))));
+  return d;
 }
 
 CommGranularity read_granularity(ConfigReader& r) {
@@ -105,7 +117,7 @@ LambParams read_lamb(ConfigReader& r) {
 
 OneBitAdamParams read_onebit_adam(ConfigReader& r) {
   OneBitAdamParams o;
-  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0);
+  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0, kMaxStepCount);
   o.comm_granularity = read_granularity(r);
   o.compat_deepspeed_step_count = r.boolean("compat_deepspeed_step_count", false);
   accept_onebit_deepspeed_params(r);
@@ -114,11 +126,11 @@ OneBitAdamParams read_onebit_adam(ConfigReader& r) {
 
 OneBitLambParams read_onebit_lamb(ConfigReader& r) {
   OneBitLambParams o;
-  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0);
+  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0, kMaxStepCount);
   read_trust_clamp(r, o.min_coeff, o.max_coeff);
-  o.coeff_beta = r.number_in("coeff_beta", o.coeff_beta, 0, true, 1, false);
+  o.coeff_beta = read_decay(r, "coeff_beta", o.coeff_beta);
   o.factor_min = r.number_in("factor_min", o.factor_min, 0, false, kInf, false);
-  o.factor_max = r.number("factor_max", o.factor_max);
+  o.factor_max = r.fp32_number("factor_max", o.factor_max);
   if (o.factor_max < o.factor_min)
     r.fail("factor_max", fmt::format("must be >= factor_min ({})", o.factor_min));
   o.factor_threshold = r.number_in("factor_threshold", o.factor_threshold, 0, true, kInf, false);
@@ -134,10 +146,10 @@ OneBitLambParams read_onebit_lamb(ConfigReader& r) {
 
 ZeroOneAdamParams read_zero_one_adam(ConfigReader& r) {
   ZeroOneAdamParams z;
-  z.var_freeze_step = r.integer("var_freeze_step", z.var_freeze_step, 0);
-  z.var_update_scaler = r.integer("var_update_scaler", z.var_update_scaler, 1);
-  z.local_step_scaler = r.integer("local_step_scaler", z.local_step_scaler, 1);
-  z.local_step_clipper = r.integer("local_step_clipper", z.local_step_clipper, 1);
+  z.var_freeze_step = r.integer("var_freeze_step", z.var_freeze_step, 0, kMaxStepCount);
+  z.var_update_scaler = r.integer("var_update_scaler", z.var_update_scaler, 1, kMaxStepCount);
+  z.local_step_scaler = r.integer("local_step_scaler", z.local_step_scaler, 1, kMaxStepCount);
+  z.local_step_clipper = r.integer("local_step_clipper", z.local_step_clipper, 1, kMaxStepCount);
   z.comm_granularity = read_granularity(r);
   z.compat_deepspeed_step_count = r.boolean("compat_deepspeed_step_count", false);
   accept_onebit_deepspeed_params(r);
@@ -147,19 +159,20 @@ ZeroOneAdamParams read_zero_one_adam(ConfigReader& r) {
 SlambParams read_slamb(ConfigReader& r) {
   SlambParams s;
   s.compress_ratio = r.number_in("compress_ratio", s.compress_ratio, 0, false, 1, true);
-  s.beta3 = r.number_in("beta3", s.beta3, 0, true, 1, false);
-  s.local_steps = r.integer("local_steps", s.local_steps, 1);
-  s.grad_size_thr = r.integer("grad_size_thr", s.grad_size_thr, 0);
+  s.beta3 = read_decay(r, "beta3", s.beta3);
+  s.local_steps = r.integer("local_steps", s.local_steps, 1, kMaxStepCount);
+  s.grad_size_thr =
+      r.integer("grad_size_thr", s.grad_size_thr, 0, static_cast<int64_t>(kMaxLayoutElements));
   read_trust_clamp(r, s.min_coeff, s.max_coeff);
   s.comm_dtype =
       r.choice("comm_dtype", "fp16", {"fp16", "fp32"}) == "fp32" ? DType::kF32 : DType::kF16;
-  s.seed = static_cast<uint64_t>(r.integer("seed", 0, 0));
+  s.seed = r.integer<uint64_t>("seed", 0, 0, UINT64_MAX);
   return s;
 }
 
 OneBitAdamNoErrorFeedbackParams read_onebit_adam_no_ef(ConfigReader& r) {
   OneBitAdamNoErrorFeedbackParams o;
-  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0);
+  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0, kMaxStepCount);
   o.comm_granularity = read_granularity(r);
   accept_onebit_deepspeed_params(r);
   return o;
@@ -167,7 +180,7 @@ OneBitAdamNoErrorFeedbackParams read_onebit_adam_no_ef(ConfigReader& r) {
 
 NaiveOneBitAdamParams read_naive_onebit_adam(ConfigReader& r) {
   NaiveOneBitAdamParams o;
-  o.dense_steps = r.integer("dense_steps", o.dense_steps, 0);
+  o.dense_steps = r.integer("dense_steps", o.dense_steps, 0, kMaxStepCount);
   o.comm_granularity = read_granularity(r);
   accept_onebit_deepspeed_params(r);
   return o;
@@ -175,7 +188,7 @@ NaiveOneBitAdamParams read_naive_onebit_adam(ConfigReader& r) {
 
 NaiveOneBitLambParams read_naive_onebit_lamb(ConfigReader& r) {
   NaiveOneBitLambParams o;
-  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0);
+  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0, kMaxStepCount);
   read_trust_clamp(r, o.min_coeff, o.max_coeff);
   o.comm_granularity = read_granularity(r);
   accept_onebit_deepspeed_params(r);

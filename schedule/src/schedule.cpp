@@ -1,7 +1,10 @@
 #include "clbo/schedule/schedule.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "clbo/core/error.hpp"
 
@@ -145,6 +148,62 @@ CommSchedule schedule_at(const OptimizerConfig& c, int64_t t, const ParamLayout&
     }
   }
   return s;
+}
+
+std::vector<std::string> phase_warnings(const OptimizerConfig& c, int64_t total_steps) {
+  std::vector<std::string> out;
+  switch (c.kind) {
+    case OptimizerKind::kOneBitAdam:
+    case OptimizerKind::kOneBitLamb:
+    case OptimizerKind::kOneBitAdamNoErrorFeedback:
+    case OptimizerKind::kNaiveOneBitAdam:
+    case OptimizerKind::kNaiveOneBitLamb: {
+      // The field that sets the warmup: dense_steps for the naive 1-bit Adam (which
+      // compresses from step 1 unless told otherwise), freeze_step for the others.
+      const auto [key, value] = [&]() -> std::pair<const char*, int64_t> {
+        switch (c.kind) {
+          case OptimizerKind::kOneBitAdam:
+            return {"freeze_step", c.as<OneBitAdamParams>().freeze_step};
+          case OptimizerKind::kOneBitLamb:
+            return {"freeze_step", c.as<OneBitLambParams>().freeze_step};
+          case OptimizerKind::kOneBitAdamNoErrorFeedback:
+            return {"freeze_step", c.as<OneBitAdamNoErrorFeedbackParams>().freeze_step};
+          case OptimizerKind::kNaiveOneBitAdam:
+            return {"dense_steps", c.as<NaiveOneBitAdamParams>().dense_steps};
+          default:
+            return {"freeze_step", c.as<NaiveOneBitLambParams>().freeze_step};
+        }
+      }();
+      if (onebit_warmup_steps(c) >= total_steps)
+        out.push_back(
+            fmt::format("{}: {} = {} covers the whole run of {} steps: every step is an "
+                        "uncompressed warmup step and nothing is compressed",
+                        c.type_name(), key, value, total_steps));
+      break;
+    }
+    case OptimizerKind::kZeroOneAdam: {
+      const int64_t vfs = c.as<ZeroOneAdamParams>().var_freeze_step;
+      if (vfs >= total_steps)
+        out.push_back(fmt::format(
+            "{}: var_freeze_step = {} covers the whole run of {} steps: the variance never "
+            "freezes and no local step is taken",
+            c.type_name(), vfs, total_steps));
+      break;
+    }
+    case OptimizerKind::kSlamb: {
+      const int64_t h = c.as<SlambParams>().local_steps;
+      if (h >= total_steps && total_steps > 1)
+        out.push_back(fmt::format(
+            "{}: local_steps = {} is not below the run's {} steps: parameters are synchronised "
+            "at step 1 only",
+            c.type_name(), h, total_steps));
+      break;
+    }
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kLamb:
+      break;
+  }
+  return out;
 }
 
 }  // namespace clbo

@@ -1,12 +1,15 @@
 #include "clbo/sim/cluster.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/core/input_file.hpp"
 #include "clbo/sim/presets.hpp"
 
 namespace clbo::sim {
@@ -15,18 +18,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGB = 1e9;
-
-// A nested object of `r`; marks it read. Absent: an empty object (all defaults).
-nlohmann::json sub_object(ConfigReader& r, const nlohmann::json& obj, const std::string& key,
-                          bool required) {
-  r.ignore(key);
-  if (!obj.contains(key) || obj[key].is_null()) {
-    if (required) r.fail(key, "required");
-    return nlohmann::json::object();
-  }
-  if (!obj[key].is_object()) r.fail(key, "expected an object");
-  return obj[key];
-}
 
 std::string text(ConfigReader& r, const nlohmann::json& obj, const std::string& key) {
   r.ignore(key);
@@ -96,12 +87,12 @@ void parse_topology(ClusterSpec& c, const nlohmann::json& obj, const std::string
     c.topology = TopologyKind::kSingleSwitch;
   } else if (type == "fat_tree") {
     c.topology = TopologyKind::kFatTree;
-    c.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf", 0, 1));
+    c.nodes_per_leaf = r.integer<int>("nodes_per_leaf", 0, 1, kMaxNodes);
     if (c.nodes_per_leaf == 0) r.fail("nodes_per_leaf", "required for a fat_tree");
-    c.spines = static_cast<int>(r.integer("spines", c.nodes_per_leaf, 1));
+    c.spines = r.integer<int>("spines", c.nodes_per_leaf, 1, kMaxNodes);
   } else {
     c.topology = TopologyKind::kTwoLevel;
-    c.nodes_per_leaf = static_cast<int>(r.integer("nodes_per_leaf", 0, 1));
+    c.nodes_per_leaf = r.integer<int>("nodes_per_leaf", 0, 1, kMaxNodes);
     if (c.nodes_per_leaf == 0) r.fail("nodes_per_leaf", "required for a two_level tree");
     if (r.has("uplink_GBps") == r.has("oversubscription"))
       r.fail("uplink_GBps", "give exactly one of uplink_GBps and oversubscription");
@@ -132,12 +123,12 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
   r.ignore("calibration");  // how a fitted preset was fitted (clbo calibrate)
   c.gpu = text(r, obj, "gpu");
   if (c.gpu.empty()) r.fail("gpu", "required: the GPU type, e.g. \"V100-SXM2\"");
-  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 0, 0));
+  c.gpus_per_node = r.integer<int>("gpus_per_node", 0, 0, kMaxGpusPerNode);
   if (c.gpus_per_node < 1) r.fail("gpus_per_node", "a node needs at least one GPU");
 
-  const nlohmann::json intra = sub_object(r, obj, "intra", false);
-  const nlohmann::json nic = sub_object(r, obj, "nic", false);
-  const nlohmann::json fabric = sub_object(r, obj, "fabric", true);
+  const nlohmann::json& intra = r.object("intra", false);
+  const nlohmann::json& nic = r.object("nic", false);
+  const nlohmann::json& fabric = r.object("fabric", true);
   ConfigReader ir(intra, file, at("intra"));
   ConfigReader nr(nic, file, at("nic"));
 
@@ -150,20 +141,36 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
     r.ignore("hosts");
     if (!obj.contains("hosts") || !obj["hosts"].is_array() || obj["hosts"].empty())
       r.fail("hosts", "an XML platform needs \"hosts\": the SimGrid host of each rank, in order");
+    std::map<std::string, size_t> host_index;
     for (size_t i = 0; i < obj["hosts"].size(); ++i) {
       if (!obj["hosts"][i].is_string())
         throw InputError(file, fmt::format("{}[{}]", at("hosts"), i), obj["hosts"][i].dump(),
                          "expected a host name");
       c.xml_hosts.push_back(obj["hosts"][i].get<std::string>());
+      const auto [first, fresh] = host_index.emplace(c.xml_hosts.back(), i);
+      if (!fresh)
+        throw InputError(
+            file, fmt::format("{}[{}]", at("hosts"), i), c.xml_hosts[i],
+            fmt::format("a host can hold only one rank (also {}[{}])", at("hosts"), first->second));
+    }
+    // The platform itself is read by SimGrid when simulating; that it is a readable file is
+    // known now.
+    try {
+      ::close(open_input_file(c.xml_file));
+    } catch (const InputError& e) {
+      throw InputError(file, at("xml"), c.xml_file, e.why());
     }
     if (c.xml_hosts.size() % static_cast<size_t>(c.gpus_per_node) != 0)
       throw InputError(
           file, at("hosts"), fmt::format("{} hosts", c.xml_hosts.size()),
           fmt::format("the mapping must fill whole nodes of gpus_per_node = {}", c.gpus_per_node));
+    if (c.xml_hosts.size() > static_cast<size_t>(kMaxGpus))
+      throw InputError(file, at("hosts"), fmt::format("{} hosts", c.xml_hosts.size()),
+                       fmt::format("at most {} hosts are supported", kMaxGpus));
     c.max_nodes = static_cast<int>(c.xml_hosts.size()) / c.gpus_per_node;
     r.ignore("nodes");
   } else {
-    c.max_nodes = static_cast<int>(r.integer("nodes", 0, 0));
+    c.max_nodes = r.integer<int>("nodes", 0, 0, kMaxNodes);
     if (c.max_nodes < 1) r.fail("nodes", "a cluster needs at least one node");
   }
 
@@ -178,7 +185,7 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
   ir.ignore("source");
   ir.finish();
 
-  const nlohmann::json host = sub_object(r, obj, "host_link", false);
+  const nlohmann::json& host = r.object("host_link", false);
   ConfigReader hr(host, file, at("host_link"));
   c.host_Bps =
       bandwidth(hr, "bandwidth_GBps", 12.0) * kGB;  // PCIe Gen3 x16 (docs/reference/published.md)
@@ -186,13 +193,13 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
   hr.ignore("source");
   hr.finish();
 
-  c.nic_count = static_cast<int>(nr.integer("count", 1, 1));
+  c.nic_count = nr.integer<int>("count", 1, 1, 64);
   c.nic_latency_s = latency_us(nr, "latency_us", 1.0);
   nr.ignore("source");
   parse_fabric(c, fabric, file, at("fabric"), nr);
   nr.finish();
 
-  parse_topology(c, sub_object(r, obj, "topology", false), file, at("topology"));
+  parse_topology(c, r.object("topology", false), file, at("topology"));
   if (c.is_xml() && c.topology != TopologyKind::kSingleSwitch)
     r.fail("topology", "an XML platform describes its own topology");
   r.finish();

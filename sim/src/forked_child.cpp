@@ -3,6 +3,7 @@
 // JSON over a pipe. The parent restates the child's failures — an InputError, a SimGrid
 // exception, an abort or a signal — as clbo errors naming the cluster, the GPU count and
 // the tail of SimGrid's own message.
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/wait.h>
@@ -44,9 +45,14 @@ std::vector<ProgramResult> simulate_programs(const ClusterSpec& cluster, int p,
   if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0)
     throw Error(std::string("simulator: cannot create a pipe: ") + std::strerror(errno));
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(std::string("simulator: cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // The child dies with its parent (a killed `clbo simulate` leaves no simulation behind);
+    // the getppid test covers a parent that died before the prctl.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     ::dup2(err_pipe[1], STDERR_FILENO);  // SimGrid's own messages, for the error report

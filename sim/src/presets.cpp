@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/json_reader.hpp"
 
 namespace clbo::sim {
 
@@ -18,11 +19,7 @@ nlohmann::json preset_json(const std::string& kind, const std::string& name,
                            const std::string& where, const std::string& field) {
   for (const auto& p : embedded_presets()) {
     if (kind != p.kind || name != p.name) continue;
-    try {
-      return nlohmann::json::parse(p.json);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(p.path, "(file)", p.path, std::string("invalid JSON: ") + e.what());
-    }
+    return parse_json(p.json, p.path);
   }
   const auto names = preset_names(kind);
   std::string list;

@@ -120,21 +120,24 @@ nlohmann::json results_document(const nlohmann::json& spec_json, const std::stri
       {"deepspeed_profile_counted_from", kDeepspeedVersion},
       {"launch_us", spec.expand.launch_s * 1e6},
       {"host_sync_us", spec.expand.host_sync_s * 1e6}};
-  return {{"schema", "clbo.simulate/1"},
-          {"experiment", file},
-          {"name", spec_json.value("name", "")},
-          {"config", spec_json},
-          {"environment", environment_json()},
-          {"provenance",
-           "numbers under \"simulated\" come from the SimGrid simulation; under \"paper\" they "
-           "are published values (see their source); \"timing\" is host wall time"},
-          {"inputs",
-           {{"clusters", clusters},
-            {"workload", spec.workload->to_json()},
-            {"optimizers", optimizers},
-            {"settings", settings}}},
-          {"runs", std::move(runs)},
-          {"timing", {{"wall_s", wall_s}, {"groups", std::move(group_timing)}}}};
+  nlohmann::json doc = {
+      {"schema", "clbo.simulate/1"},
+      {"experiment", file},
+      {"name", spec_json.value("name", "")},
+      {"config", spec_json},
+      {"environment", environment_json()},
+      {"provenance",
+       "numbers under \"simulated\" come from the SimGrid simulation; under \"paper\" they "
+       "are published values (see their source); \"timing\" is host wall time"},
+      {"inputs",
+       {{"clusters", clusters},
+        {"workload", spec.workload->to_json()},
+        {"optimizers", optimizers},
+        {"settings", settings}}},
+      {"runs", std::move(runs)},
+      {"timing", {{"wall_s", wall_s}, {"groups", std::move(group_timing)}}}};
+  if (!spec.warnings.empty()) doc["warnings"] = spec.warnings;
+  return doc;
 }
 
 std::string results_table(const nlohmann::json& results) {

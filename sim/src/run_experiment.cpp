@@ -97,10 +97,6 @@ nlohmann::json run_experiment(const nlohmann::json& spec_json, const std::string
       s.expand.implementation = im;
       return s;
     };
-    if (spec.expand.backend == Backend::kMpi && !spec.expand.mpi_cuda_aware && cluster.is_xml())
-      throw InputError(file, "simulate.backend", "\"mpi\"",
-                       "host staging needs a built cluster (an XML platform has no node CPU); "
-                       "set mpi_cuda_aware or use a cluster preset");
     for (size_t pi = 0; pi < spec.points.size(); ++pi) {
       const RunPoint& pt = spec.points[pi];
       if (pt.cluster != ci || pt.p != p) continue;
@@ -208,8 +204,8 @@ nlohmann::json run_experiment(const nlohmann::json& spec_json, const std::string
                           total_wall);
 }
 
-void validate_experiment(const nlohmann::json& spec, const std::string& file) {
-  (void)parse_experiment_spec(spec, file);
+std::vector<std::string> validate_experiment(const nlohmann::json& spec, const std::string& file) {
+  return parse_experiment_spec(spec, file).warnings;
 }
 
 }  // namespace clbo::sim

@@ -7,22 +7,16 @@
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/schedule/schedule.hpp"
 
 namespace clbo::sim {
 
 namespace {
 
-const nlohmann::json& array_field(ConfigReader& r, const nlohmann::json& obj,
-                                  const std::string& key, bool required) {
-  static const nlohmann::json empty = nlohmann::json::array();
-  r.ignore(key);
-  if (!obj.contains(key)) {
-    if (required) r.fail(key, "required");
-    return empty;
-  }
-  if (!obj[key].is_array() || obj[key].empty()) r.fail(key, "expected a non-empty array");
-  return obj[key];
-}
+// Upper bounds that keep every run finite: the simulator walks the schedule of every step
+// (step_kinds), about a microsecond each.
+constexpr int64_t kMaxSimulatedSteps = 100'000'000;
+constexpr int kMaxRounds = 1 << 20;
 
 Implementation parse_implementation(const nlohmann::json& v, const std::string& file,
                                     const std::string& field) {
@@ -61,11 +55,11 @@ DType parse_dtype(ConfigReader& r, const std::string& key, DType def) {
 // Micro-batch, and gradient accumulation from either grad_acc or a global batch size.
 void batch_of(ConfigReader& r, RunPoint& pt, int64_t def_mb, int64_t def_batch, int64_t def_ga,
               const std::string& file) {
-  pt.micro_batch = r.integer("micro_batch", def_mb, 1);
+  pt.micro_batch = r.integer("micro_batch", def_mb, 1, kMaxBatch);
   if (pt.micro_batch < 1) r.fail("micro_batch", "required");
   const bool has_batch = r.has("batch_size"), has_ga = r.has("grad_acc");
   if (has_batch && has_ga) r.fail("grad_acc", "give batch_size or grad_acc, not both");
-  const int64_t batch = r.integer("batch_size", has_ga ? 0 : def_batch, 1);
+  const int64_t batch = r.integer("batch_size", has_ga ? 0 : def_batch, 1, kMaxBatch);
   if (batch > 0) {
     const int64_t per_step = pt.p * pt.micro_batch;
     if (batch % per_step != 0)
@@ -74,7 +68,7 @@ void batch_of(ConfigReader& r, RunPoint& pt, int64_t def_mb, int64_t def_batch, 
                                    pt.micro_batch, per_step));
     pt.grad_acc = batch / per_step;
   } else {
-    pt.grad_acc = r.integer("grad_acc", def_ga, 1);
+    pt.grad_acc = r.integer("grad_acc", def_ga, 1, kMaxBatch);
   }
 }
 
@@ -102,15 +96,13 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
   s.workload =
       std::make_shared<Workload>(resolve_workload(sim["workload"], file, r.field("workload")));
 
-  const auto& opts = array_field(r, sim, "optimizers", true);
+  const auto& opts = r.array("optimizers", true);
   std::set<std::string> labels;
   for (size_t i = 0; i < opts.size(); ++i) {
     const std::string f = fmt::format("{}[{}]", r.field("optimizers"), i);
     ConfigReader o(opts[i], file, f);
     OptimizerEntry e;
-    o.ignore("label");
     o.ignore("optimizer");
-    o.ignore("baseline");
     o.ignore("implementation");
     if (opts[i].contains("implementation"))
       e.implementations =
@@ -118,8 +110,8 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     if (!opts[i].contains("optimizer"))
       o.fail("optimizer", "required: a DeepSpeed optimizer block");
     e.config = parse_optimizer_config(opts[i]["optimizer"], file);
-    e.label = opts[i].value("label", e.config.type_name());
-    e.baseline = opts[i].value("baseline", "");
+    e.label = o.string("label", e.config.type_name());
+    e.baseline = o.string("baseline", "");
     if (!labels.insert(e.label).second) o.fail("label", "labels must be unique");
     o.finish();
     s.optimizers.push_back(std::move(e));
@@ -132,7 +124,10 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
                            did_you_mean(b, std::vector<std::string>(labels.begin(), labels.end())));
   }
 
-  s.total_steps = r.integer("total_steps", 1, 1);
+  s.total_steps = r.integer("total_steps", 1, 1, kMaxSimulatedSteps);
+  for (const OptimizerEntry& e : s.optimizers)
+    for (const std::string& w : phase_warnings(e.config, s.total_steps))
+      s.warnings.push_back(fmt::format("optimizer '{}': {}", e.label, w));
   s.grad_dtype = parse_dtype(r, "grad_dtype", DType::kF16);
   s.overlap = r.boolean("overlap_backward", false);
   s.bucket_bytes = r.number_in("bucket_mb", 25, 0, false, 1e6, true) * 1e6;
@@ -142,7 +137,7 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     if (!sim["kernel_bench"].is_string())
       r.fail("kernel_bench", "expected the path of `clbo bench kernels` JSON output");
     s.kernel_bench_file = sim["kernel_bench"].get<std::string>();
-    s.kernel_bench = load_json_file(s.kernel_bench_file);
+    s.kernel_bench = load_json_file_named_by(s.kernel_bench_file, file, r.field("kernel_bench"));
     KernelModel probe;
     load_kernel_bench(probe, s.kernel_bench, s.kernel_bench_file);  // validate now
   }
@@ -163,8 +158,8 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
   s.expand.exact = fidelity == "exact";
   s.session.aggregate = fidelity == "fast";
   s.session.max_flows_per_round =
-      static_cast<int>(r.integer("max_flows_per_round", s.session.max_flows_per_round, 16));
-  s.expand.target_rounds = static_cast<int>(r.integer("target_rounds", s.expand.target_rounds, 1));
+      r.integer<int>("max_flows_per_round", s.session.max_flows_per_round, 16, kMaxRounds);
+  s.expand.target_rounds = r.integer<int>("target_rounds", s.expand.target_rounds, 1, kMaxRounds);
   r.ignore("implementation");
   if (sim.contains("implementation"))
     s.implementations =
@@ -184,7 +179,8 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
       cr.ignore(it.key());
       const GpuInfo& g = gpu_info(it.key(), file, f);
       const nlohmann::json prof =
-          it.value().is_string() ? load_json_file(it.value().get<std::string>()) : it.value();
+          it.value().is_string() ? load_json_file_named_by(it.value().get<std::string>(), file, f)
+                                 : it.value();
       s.compute[g.name] =
           parse_profile(prof, g.name, it.value().is_string() ? it.value().get<std::string>() : file,
                         it.value().is_string() ? "" : f);
@@ -199,13 +195,13 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     s.clusters.push_back(std::move(c));
     return s.clusters.size() - 1;
   };
-  const int64_t def_mb = r.integer("micro_batch", 0, 1);
-  const int64_t def_batch = r.integer("batch_size", 0, 1);
-  const int64_t def_ga = r.integer("grad_acc", 1, 1);
+  const int64_t def_mb = r.integer("micro_batch", 0, 1, kMaxBatch);
+  const int64_t def_batch = r.integer("batch_size", 0, 1, kMaxBatch);
+  const int64_t def_ga = r.integer("grad_acc", 1, 1, kMaxBatch);
   if (sim.contains("batch_size") && sim.contains("grad_acc"))
     r.fail("grad_acc", "give batch_size or grad_acc, not both");
   if (sim.contains("rows")) {
-    const auto& rows = array_field(r, sim, "rows", true);
+    const auto& rows = r.array("rows", true);
     if (sim.contains("clusters") || sim.contains("gpus"))
       r.fail("rows", "give rows or clusters × gpus, not both");
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -215,13 +211,13 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
       rr.ignore("cluster");
       if (!rows[i].contains("cluster")) rr.fail("cluster", "required");
       pt.cluster = cluster_index(rows[i]["cluster"], rr.field("cluster"));
-      pt.p = static_cast<int>(rr.integer("gpus", 0, 0));
+      pt.p = rr.integer<int>("gpus", 0, 0, kMaxGpus);
       check_gpu_count(s.clusters[pt.cluster], pt.p, file, rr.field("gpus"));
       // A row inherits the sweep's batch settings unless it states its own.
       batch_of(rr, pt, def_mb, rows[i].contains("grad_acc") ? 0 : def_batch, def_ga, file);
       rr.ignore("paper");
-      rr.ignore("paper_source");
-      rr.ignore("label");
+      rr.string("paper_source", "");
+      rr.string("label", "");
       // Published values to compare with: the report's (report/paper_rows.hpp).
       if (rows[i].contains("paper") && !rows[i]["paper"].is_object())
         rr.fail("paper", "expected an object of numbers");
@@ -229,18 +225,16 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
       s.points.push_back(pt);
     }
   } else {
-    const auto& clusters = array_field(r, sim, "clusters", true);
-    const auto& gpus = array_field(r, sim, "gpus", true);
+    const auto& clusters = r.array("clusters", true);
+    const auto& gpus = r.array("gpus", true);
     for (size_t ci = 0; ci < clusters.size(); ++ci) {
       const size_t idx =
           cluster_index(clusters[ci], fmt::format("{}[{}]", r.field("clusters"), ci));
       for (size_t gi = 0; gi < gpus.size(); ++gi) {
         const std::string f = fmt::format("{}[{}]", r.field("gpus"), gi);
-        if (!gpus[gi].is_number_integer())
-          throw InputError(file, f, gpus[gi].dump(), "expected an integer");
         RunPoint pt;
         pt.cluster = idx;
-        pt.p = gpus[gi].get<int>();
+        pt.p = static_cast<int>(json_int64(gpus[gi], file, f, 0, kMaxGpus));
         check_gpu_count(s.clusters[idx], pt.p, file, f);
         nlohmann::json batch = nlohmann::json::object();
         batch["micro_batch"] = def_mb;
@@ -258,6 +252,20 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     for (size_t i = 0; i < s.points.size(); ++i)
       if (s.points[i].micro_batch < 1) r.fail("micro_batch", "required (at the top or per row)");
   }
+  // Checked here rather than when the point is simulated, so --check rejects them too: each
+  // cluster's GPU has a compute profile, and MPI host staging has node CPUs.
+  for (const ClusterSpec& c : s.clusters) {
+    const GpuInfo& g = gpu_info(c.gpu, c.file, "gpu");
+    if (!s.compute.count(g.name)) (void)s.workload->compute_for(c.gpu, c.file, "gpu");
+  }
+  if (s.expand.backend == Backend::kMpi && !s.expand.mpi_cuda_aware)
+    for (const RunPoint& pt : s.points)
+      if (s.clusters[pt.cluster].is_xml())
+        throw InputError(file, "simulate.backend", "\"mpi\"",
+                         fmt::format("host staging needs a built cluster (the XML platform of "
+                                     "cluster '{}' has no node CPU); set mpi_cuda_aware or use a "
+                                     "cluster preset",
+                                     s.clusters[pt.cluster].name));
   r.finish();
   return s;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
@@ -45,22 +46,14 @@ double matmul_params(const ParamLayout& l) {
   return n;
 }
 
+// A model dimension. The bounds keep every generated layout below kMaxLayoutElements.
 int int_field(ConfigReader& r, const std::string& key, int def, int min) {
-  return static_cast<int>(r.integer(key, def, min));
-}
-
-std::vector<int> int_list(const nlohmann::json& obj, ConfigReader& r, const std::string& key,
-                          std::vector<int> def) {
-  r.ignore(key);
-  if (!obj.contains(key)) return def;
-  std::vector<int> v;
-  if (!obj[key].is_array()) r.fail(key, "expected an array of positive integers");
-  for (const auto& x : obj[key]) {
-    if (!x.is_number_integer() || x.get<int>() < 1)
-      r.fail(key, "expected an array of positive integers");
-    v.push_back(x.get<int>());
-  }
-  return v;
+  static const std::map<std::string, int> kMax = {
+      {"layers", 1 << 12},  {"hidden", 1 << 16},       {"intermediate", 1 << 18},
+      {"vocab", 1 << 22},   {"max_position", 1 << 20}, {"type_vocab", 1 << 16},
+      {"context", 1 << 20}, {"embed_dim", 1 << 14},    {"window", 1 << 10},
+      {"patch", 1 << 10},   {"in_chans", 1 << 10},     {"num_classes", 1 << 22}};
+  return r.integer<int>(key, def, min, kMax.at(key));
 }
 
 void parse_layout(Workload& w, const nlohmann::json& obj, const std::string& file,
@@ -100,15 +93,21 @@ void parse_layout(Workload& w, const nlohmann::json& obj, const std::string& fil
           2 * (matmul_params(w.layout) + static_cast<double>(vocab) * h) * w.seq_len +
           4.0 * w.layers * w.seq_len * w.seq_len * h;
   } else {
-    const auto depths = int_list(a, r, "depths", {2, 2, 18, 2});
-    const auto heads = int_list(a, r, "heads", {4, 8, 16, 32});
+    const auto depths = r.integers<int>("depths", {2, 2, 18, 2}, 1, 4096);
+    const auto heads = r.integers<int>("heads", {4, 8, 16, 32}, 1, 4096);
     if (heads.size() != depths.size()) r.fail("heads", "needs one entry per stage (depths)");
     w.layers = 0;
     for (int d : depths) w.layers += d;
+    // Each stage halves the resolution and doubles the width: a few stages at most.
+    if (depths.size() > 16) r.fail("depths", "at most 16 stages");
+    if (w.layers > (1 << 12)) r.fail("depths", "at most 4096 blocks in all");
     w.layout = swin_layout(int_field(r, "embed_dim", 128, 1), depths, heads,
                            int_field(r, "window", 7, 1), int_field(r, "patch", 4, 1),
                            int_field(r, "in_chans", 3, 1), int_field(r, "num_classes", 1000, 1));
   }
+  if (w.layout.total() > kMaxLayoutElements)
+    throw InputError(file, field + "." + kind, std::to_string(w.layout.total()) + " parameters",
+                     fmt::format("a layout may hold at most {} elements", kMaxLayoutElements));
   r.finish();
 }
 
@@ -244,7 +243,7 @@ Workload parse_workload(const nlohmann::json& obj, const std::string& file,
   }
   w.description = obj.value("description", "");
   w.source = obj.value("source", "");
-  w.seq_len = static_cast<int>(r.integer("seq_len", 0, 0));
+  w.seq_len = r.integer<int>("seq_len", 0, 0, 1 << 22);
   w.fwd_flops_per_sample = r.number_in("fwd_flops_per_sample", 0, 0, true, 1e18, true);
   r.ignore("fwd_flops_source");
   r.ignore("layout");
@@ -295,7 +294,7 @@ Workload resolve_workload(const nlohmann::json& ref, const std::string& where,
                      "expected a workload name, a JSON path or an object");
   const std::string s = ref.get<std::string>();
   if (s.size() > 5 && s.substr(s.size() - 5) == ".json")
-    return parse_workload(load_json_file(s), s);
+    return parse_workload(load_json_file_named_by(s, where, field), s);
   const nlohmann::json j = preset_json("workloads", s, where, field);
   return parse_workload(j, preset_path("workloads", s));
 }

@@ -18,9 +18,9 @@ TEST(Config, ReadsAndValidatesFields) {
   ConfigReader r(j, "opt.json", "params");
   EXPECT_DOUBLE_EQ(r.number_in("lr", 1, 0, false, 1e9, true), 0.01);
   EXPECT_EQ(r.betas("betas", {0, 0}).second, 0.999);
-  EXPECT_EQ(r.integer("freeze_step", 0, 0), 10);
+  EXPECT_EQ(r.integer("freeze_step", 0, 0, 1000), 10);
   EXPECT_EQ(r.choice("mode", "fp32", {"fp16", "fp32"}), "fp16");
-  EXPECT_EQ(r.integer("absent", 7, 0), 7);
+  EXPECT_EQ(r.integer("absent", 7, 0, 1000), 7);
   EXPECT_NO_THROW(r.finish());
 }
 
@@ -41,7 +41,7 @@ TEST(Config, ErrorNamesFileFieldAndValue) {
 TEST(Config, UnknownKeySuggestsNearest) {
   json j = {{"freze_step", 3}};
   ConfigReader r(j, "opt.json", "params");
-  r.integer("freeze_step", 0, 0);
+  r.integer("freeze_step", 0, 0, 1000);
   try {
     r.finish();
     FAIL() << "expected an error";
@@ -60,7 +60,7 @@ TEST(Config, BetasOutsideRangeRejected) {
 TEST(Config, NonIntegerRejected) {
   json j = {{"n", 1.5}};
   ConfigReader r(j, "f");
-  EXPECT_THROW(r.integer("n", 0, 0), InputError);
+  EXPECT_THROW(r.integer("n", 0, 0, 1000), InputError);
 }
 
 TEST(Results, AtomicWriteReplacesWholeFile) {

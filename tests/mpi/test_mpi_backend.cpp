@@ -162,6 +162,28 @@ TEST_F(Mpi, MismatchedConfigurationFailsEveryRank) {
   }
 }
 
+// With the settings themselves, the error names the one that differs, not two hashes.
+TEST_F(Mpi, MismatchedSettingsNameTheSetting) {
+  Settings mine;
+  mine.add("--op", "allreduce");
+  mine.add("--iters", r == p - 1 ? "10" : "20");
+  try {
+    comm.agree(CallHeader::make("allreduce", 64, 4, mine.hash()), &mine);
+    ADD_FAILURE() << "settings differ";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ranks disagree on the settings of allreduce: rank 0 has --iters = 20, "
+                        "rank " +
+                        std::to_string(p - 1) + " has --iters = 10"),
+              std::string::npos)
+        << what;
+  }
+  // Equal settings agree (and exchange nothing more).
+  Settings same;
+  same.add("--op", "allreduce");
+  EXPECT_NO_THROW(comm.agree(CallHeader::make("allreduce", 64, 4, same.hash()), &same));
+}
+
 TEST_F(Mpi, RingAllreduceBitIdenticalToLocal) {
   for (DType wire : {DType::kF32, DType::kF16})
     for (size_t n : {size_t{1}, size_t{1000}, size_t{100003}}) {

@@ -169,10 +169,21 @@ TEST(Checkpoint, RejectsMismatchesNamingTheFile) {
     fs::remove(bad);
   }
 
+  // Bytes appended after the checksum: the checksum no longer covers the file's end.
   const std::string trailing = temp_path("trailing");
   std::ofstream(trailing, std::ios::binary) << full << "xx";
-  expect_rejected(trailing, target, "end", "unexpected data");
+  expect_rejected(trailing, target, "crc32", "corrupt");
   fs::remove(trailing);
+
+  // One flipped bit anywhere after the version: refused before anything is interpreted.
+  for (size_t at : {size_t{13}, full.size() / 2, full.size() - 6, full.size() - 1}) {
+    std::string flipped = full;
+    flipped[at] = static_cast<char>(flipped[at] ^ 0x04);
+    const std::string bad = temp_path("flipped");
+    std::ofstream(bad, std::ios::binary) << flipped;
+    expect_rejected(bad, target, "crc32", "corrupt");
+    fs::remove(bad);
+  }
 
   const std::string garbage = temp_path("garbage");
   std::ofstream(garbage, std::ios::binary) << "not a checkpoint at all";
@@ -181,6 +192,30 @@ TEST(Checkpoint, RejectsMismatchesNamingTheFile) {
 
   EXPECT_THROW(load_checkpoint(temp_path("missing"), target.ranks()), InputError);
   fs::remove(path);
+}
+
+// Version 1 files (no checksum) still load: the same bytes without the CRC, version 1.
+TEST(Checkpoint, VersionOneFilesWithoutChecksumStillLoad) {
+  const auto cfg = block("OneBitAdam", with_hyper({{"freeze_step", 1}}));
+  World saved(cfg, test_layout(), 2);
+  saved.run(3);
+  const std::string path = temp_path("v2");
+  save_checkpoint(path, saved.const_ranks());
+  std::string bytes = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  ASSERT_EQ(bytes[8], 2) << "this build writes version 2";
+  bytes[8] = 1;
+  bytes.resize(bytes.size() - 4);
+  const std::string v1 = temp_path("v1");
+  std::ofstream(v1, std::ios::binary) << bytes;
+  World loaded(cfg, test_layout(), 2);
+  load_checkpoint(v1, loaded.ranks());
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(saved_state(*loaded.opts[r]) == saved_state(*saved.opts[r]));
+  fs::remove(path);
+  fs::remove(v1);
 }
 
 TEST(Checkpoint, AFailingRankLeavesEarlierRanksUntouched) {

@@ -1,5 +1,8 @@
 // Non-finite gradients: detected before any communication; "error" names rank, step and
-// element; "skip" makes every rank skip the step with no state change anywhere.
+// element; "skip" makes every rank skip the step with no state change anywhere. Finite
+// gradients whose allreduced sum overflows fp32 go through the same policy, and an update
+// that makes a parameter non-finite is named by require_finite_params.
+#include <cfloat>
 #include <limits>
 
 #include "optim_test_util.hpp"
@@ -49,6 +52,80 @@ TEST(Nonfinite, ErrorAtOneRankOnly) {
   World w(block("OneBitAdam", {{"freeze_step", 0}}), test_layout(), 1);
   EXPECT_THROW(w.step(poisoned(w.layout, 0, 1, 0, std::numeric_limits<float>::infinity())), Error);
   EXPECT_EQ(w.opts[0]->steps_taken(), 0);
+}
+
+// The optimizers whose first step averages the dense gradient (the baselines, the 1-bit
+// warmups, 0/1 Adam's first variance step).
+const std::vector<std::pair<std::string, nlohmann::json>> kDenseFirstStep = {
+    {"Adam", {{"lr", 0.01}}},
+    {"Lamb", {{"lr", 0.01}}},
+    {"OneBitAdam", {{"lr", 0.01}, {"freeze_step", 2}}},
+    {"OneBitLamb", {{"lr", 0.01}, {"freeze_step", 2}}},
+    {"ZeroOneAdam", {{"lr", 0.01}, {"var_freeze_step", 3}, {"var_update_scaler", 1}}},
+};
+
+// Every rank's gradient is finite, but element 100 (tensor 'b1' element 4) is FLT_MAX on
+// every rank, so the allreduce sum is +inf.
+GradFn overflowing(const ParamLayout& l) {
+  return [=](int rank, int64_t iter) {
+    std::vector<float> g = make_grad(l, rank, iter);
+    if (iter == 1) g[100] = FLT_MAX;
+    return g;
+  };
+}
+
+TEST(Nonfinite, AllreduceOverflowOfFiniteGradientsNamesStepAndTensor) {
+  for (const auto& [type, params] : kDenseFirstStep) {
+    World w(block(type, params), test_layout(), 3);
+    const auto before = w.params;
+    try {
+      w.step(overflowing(w.layout));
+      FAIL() << type << ": an overflowed allreduce was accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      for (const char* part :
+           {"step 1", "element 100", "tensor 'b1' element 4", "inf", "overflowed fp32", "skip"})
+        EXPECT_NE(msg.find(part), std::string::npos) << type << ": " << msg << " lacks " << part;
+    }
+    for (int r = 0; r < w.p; ++r) {
+      EXPECT_TRUE(bit_equal(w.params[r], before[r])) << type << " rank " << r;
+      EXPECT_EQ(w.opts[r]->steps_taken(), 0) << type;
+    }
+  }
+}
+
+TEST(Nonfinite, AllreduceOverflowIsSkippedOnEveryRankUnderSkip) {
+  for (const auto& [type, base] : kDenseFirstStep) {
+    nlohmann::json params = base;
+    params["nonfinite"] = "skip";
+    World w(block(type, params), test_layout(), 3);
+    const auto before = w.params;
+    w.step(overflowing(w.layout));
+    for (int r = 0; r < w.p; ++r) {
+      EXPECT_FALSE(w.stepped[r]) << type << " rank " << r;
+      EXPECT_TRUE(bit_equal(w.params[r], before[r])) << type << " rank " << r;
+      EXPECT_EQ(w.opts[r]->steps_taken(), 0) << type;
+      EXPECT_EQ(w.opts[r]->steps_skipped(), 1) << type;
+    }
+    w.step();  // the next, ordinary iteration steps
+    for (int r = 0; r < w.p; ++r) EXPECT_TRUE(w.stepped[r]) << type << " rank " << r;
+  }
+}
+
+TEST(Nonfinite, RequireFiniteParamsNamesStepRankAndTensor) {
+  const ParamLayout l = test_layout();
+  World w(block("Adam", {{"lr", 0.01}}), l, 1);
+  std::vector<float> params(l.total(), 0.5f);
+  EXPECT_NO_THROW(require_finite_params(*w.opts[0], l, params.data(), 0, 7));
+  params[110] = std::numeric_limits<float>::infinity();  // w2 element 2
+  try {
+    require_finite_params(*w.opts[0], l, params.data(), 0, 7);
+    FAIL() << "a non-finite parameter was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const char* part : {"Adam", "rank 0", "step 7", "tensor 'w2' element 2", "inf"})
+      EXPECT_NE(msg.find(part), std::string::npos) << msg << " lacks " << part;
+  }
 }
 
 class SkipTest : public ::testing::TestWithParam<std::pair<std::string, nlohmann::json>> {};

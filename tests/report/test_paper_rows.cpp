@@ -60,5 +60,12 @@ TEST(PaperRows, UnknownQuantitiesAndNonNumbersAreInputErrors) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "simulate.rows[0].paper.step_ms");
   }
+  try {  // each error is relative to the published value
+    report::check_paper_rows(spec_with({{"step_ms", 0}}), "x.json");
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "simulate.rows[0].paper.step_ms");
+    EXPECT_NE(std::string(e.what()).find("nonzero"), std::string::npos) << e.what();
+  }
   EXPECT_NO_THROW(report::check_paper_rows(json::object(), "x.json"));
 }

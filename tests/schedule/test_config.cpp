@@ -134,7 +134,9 @@ TEST(OptimConfig, RejectsBadValuesNamingFieldAndValue) {
   expect_input_error(nlohmann::json{{"optimizer", block("Lamb", {{"lr", -1}})}},
                      "optimizer.params.lr", {"-1"});
   expect_input_error(block("OneBitAdam", {{"freeze_step", -1}}), "params.freeze_step",
-                     {"-1", ">= 0"});
+                     {"-1", "must be in [0, 1000000000000]"});
+  expect_input_error(block("OneBitAdam", {{"freeze_step", 4294967296000000.0}}),
+                     "params.freeze_step", {"must be in [0, 1000000000000]"});
   expect_input_error(block("OneBitLamb", {{"freeze_step", -5}}), "params.freeze_step", {"-5"});
   expect_input_error(block("Slamb", {{"compress_ratio", 0}}), "params.compress_ratio", {"(0, 1]"});
   expect_input_error(block("Slamb", {{"compress_ratio", 1.5}}), "params.compress_ratio",
@@ -146,13 +148,24 @@ TEST(OptimConfig, RejectsBadValuesNamingFieldAndValue) {
   expect_input_error(block("Adam", {{"weight_decay", -0.1}}), "params.weight_decay", {">= 0"});
   expect_input_error(block("Adam", {{"lr", "fast"}}), "params.lr", {"expected a number"});
   expect_input_error(block("Slamb", {{"beta3", 1.0}}), "params.beta3", {"[0, 1)"});
-  expect_input_error(block("Slamb", {{"local_steps", 0}}), "params.local_steps", {">= 1"});
+  expect_input_error(block("Slamb", {{"local_steps", 0}}), "params.local_steps", {"[1, "});
   expect_input_error(block("Slamb", {{"comm_dtype", "bf16"}}), "params.comm_dtype",
                      {"fp16", "fp32"});
   expect_input_error(block("ZeroOneAdam", {{"var_update_scaler", 0}}), "params.var_update_scaler",
-                     {">= 1"});
+                     {"[1, "});
   expect_input_error(block("ZeroOneAdam", {{"local_step_clipper", 0}}), "params.local_step_clipper",
-                     {">= 1"});
+                     {"[1, "});
+  // Values that cannot keep their meaning in the fp32 arithmetic that uses them.
+  expect_input_error(block("Adam", {{"lr", 1e39}}), "params.lr", {"1e+39", "overflows fp32"});
+  expect_input_error(block("Adam", {{"weight_decay", 1e39}}), "params.weight_decay",
+                     {"overflows fp32"});
+  expect_input_error(block("Adam", {{"eps", 1e-50}}), "params.eps", {"smallest normal fp32"});
+  expect_input_error(block("Adam", {{"betas", {0.9, 0.99999999999}}}), "params.betas",
+                     {"rounds to 1 in fp32"});
+  expect_input_error(block("OneBitLamb", {{"coeff_beta", 0.999999999999}}), "params.coeff_beta",
+                     {"rounds to 1 in fp32"});
+  expect_input_error(block("Slamb", {{"seed", -1}}), "params.seed",
+                     {"-1", "[0, 18446744073709551615]"});
   expect_input_error(block("OneBitLamb", {{"factor_max", 0.1}}), "params.factor_max",
                      {"factor_min"});
   expect_input_error(block("Lamb", {{"max_coeff", 0.001}}), "params.max_coeff", {"min_coeff"});

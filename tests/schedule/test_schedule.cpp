@@ -196,5 +196,34 @@ TEST(Schedule, BytesOfAOneBitStepAreAThirtySecondOfFp32) {
   EXPECT_EQ(comp, 3u * (1 << 20) / 16 + 24);
 }
 
+// A phase boundary the run never reaches is a warning naming the field, its value and the
+// run's length; one the run reaches is not.
+TEST(Schedule, PhaseWarningsNameTheUnreachedBoundary) {
+  const auto warns = [](const OptimizerConfig& c, int64_t steps, const std::string& part) {
+    const std::vector<std::string> w = phase_warnings(c, steps);
+    return w.size() == 1 && w[0].find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(warns(config("OneBitAdam", {{"freeze_step", 1000}}), 100, "freeze_step = 1000"));
+  EXPECT_TRUE(warns(config("OneBitAdam", {{"freeze_step", 100}}), 100, "run of 100 steps"));
+  EXPECT_TRUE(phase_warnings(config("OneBitAdam", {{"freeze_step", 10}}), 100).empty());
+  EXPECT_TRUE(warns(config("OneBitLamb", {{"freeze_step", 500}}), 100, "nothing is compressed"));
+  EXPECT_TRUE(phase_warnings(config("OneBitLamb", {{"freeze_step", 10}}), 100).empty());
+  EXPECT_TRUE(
+      warns(config("ZeroOneAdam", {{"var_freeze_step", 500}}), 100, "var_freeze_step = 500"));
+  EXPECT_TRUE(phase_warnings(config("ZeroOneAdam", {{"var_freeze_step", 10}}), 100).empty());
+  EXPECT_TRUE(warns(config("Slamb", {{"local_steps", 200}}), 100, "local_steps = 200"));
+  EXPECT_TRUE(phase_warnings(config("Slamb", {{"local_steps", 4}}), 100).empty());
+  EXPECT_TRUE(phase_warnings(config("Adam"), 1).empty());
+  EXPECT_TRUE(phase_warnings(config("Lamb"), 1).empty());
+  // The ablations: the naive 1-bit Adam's warmup is dense_steps, the others' freeze_step.
+  EXPECT_TRUE(warns(config("NaiveOneBitAdam", {{"dense_steps", 100}}), 100, "dense_steps = 100"));
+  EXPECT_TRUE(phase_warnings(config("NaiveOneBitAdam"), 100).empty());
+  EXPECT_TRUE(warns(config("NaiveOneBitLamb", {{"freeze_step", 300}}), 100, "freeze_step = 300"));
+  EXPECT_TRUE(
+      warns(config("OneBitAdamNoErrorFeedback", {{"freeze_step", 300}}), 100, "freeze_step = 300"));
+  EXPECT_TRUE(
+      phase_warnings(config("OneBitAdamNoErrorFeedback", {{"freeze_step", 10}}), 100).empty());
+}
+
 }  // namespace
 }  // namespace clbo

@@ -141,6 +141,32 @@ TEST(Calibrate, ReadsNcclTestsAndClboBenchOutput) {
   EXPECT_EQ(r.preset["calibration"]["residuals"].size(), 4u);
   EXPECT_NEAR(fitted(r.preset, "fabric.achievable_fraction") / 0.3, 1, 0.02);
   EXPECT_NEAR(fitted(r.preset, "fabric.software_latency_us") / 100.0, 1, 0.02);
+
+  // A hostile benchmark file is an input error naming it and the field, never a wrapped
+  // integer or a JSON type error.
+  const auto rejects = [&](json doc, const std::string& field, const std::string& value) {
+    std::ofstream(dir / "bench.json") << doc.dump();
+    try {
+      calibrate(input, (dir / "input.json").string());
+      ADD_FAILURE() << "accepted " << doc.dump().substr(0, 200);
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.field(), field) << e.what();
+      EXPECT_NE(std::string(e.what()).find(value), std::string::npos) << e.what();
+    }
+  };
+  json huge_p = bench;
+  huge_p["config"]["p"] = 4294967304.0;  // 2^32 + 8: 8 once wrapped into an int
+  rejects(huge_p, "config.p", "4294967304");
+  json schema = bench;
+  schema["schema"] = 7;
+  rejects(schema, "schema", "7");
+  json rows = bench;
+  rows["rows"] = {{"op", "allreduce"}};
+  rejects(rows, "rows", "allreduce");
+  json op = bench;
+  op["rows"][0]["op"] = 3;  // not an allreduce row: skipped, the others still fit
+  op["rows"][1]["type"] = 16;
+  rejects(op, "rows[1].type", "16");
   std::filesystem::remove_all(dir);
 }
 

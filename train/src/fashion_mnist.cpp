@@ -1,13 +1,16 @@
 #include "clbo/train/fashion_mnist.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/input_file.hpp"
 
 namespace clbo::train {
 
@@ -57,11 +60,17 @@ std::string find_idx_file(const std::string& dir, const std::string& name) {
 }
 
 IdxArray read_idx_u8(const std::string& path, int expected_ndim) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(path, "(file)", path, "missing; " + install_hint());
-  GzFile f(gzopen(path.c_str(), "rb"));
-  if (!f) throw InputError(path, "(file)", path, "cannot open; " + install_hint());
+  int fd = -1;
+  try {
+    fd = open_input_file(path);
+  } catch (const InputError& e) {
+    throw InputError(path, "(file)", path, e.why() + "; " + install_hint());
+  }
+  GzFile f(gzdopen(fd, "rb"));  // owns fd from here on
+  if (!f) {
+    ::close(fd);
+    throw InputError(path, "(file)", path, "cannot open; " + install_hint());
+  }
 
   uint8_t magic[4];
   if (read_fully(f.get(), path, magic, 4) != 4)
@@ -96,8 +105,17 @@ IdxArray read_idx_u8(const std::string& path, int expected_ndim) {
   }
   if (total > (size_t{1} << 32))
     throw InputError(path, "dims", std::to_string(total), "payload too large");
-  a.data.resize(total);
-  const size_t got = read_fully(f.get(), path, a.data.data(), total);
+  // Grown as the data arrives, so a header claiming gigabytes costs only what the file holds.
+  size_t got = 0;
+  constexpr size_t kChunk = size_t{1} << 24;
+  while (got < total) {
+    const size_t want = std::min(kChunk, total - got);
+    a.data.resize(got + want);
+    const size_t r = read_fully(f.get(), path, a.data.data() + got, want);
+    got += r;
+    if (r < want) break;
+  }
+  a.data.resize(got);
   if (got != total)
     throw InputError(path, "payload", fmt::format("{} of {} bytes", got, total),
                      "truncated file; " + install_hint());

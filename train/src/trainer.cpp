@@ -342,7 +342,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       optim_s += seconds_since(t0);
       status = "error";
       error = fmt::format("{}: run '{}' seed {}: optimizer failed at step {}: {}", spec.file,
-                          run.label, seed, t, e.what());
+                          run.label, seed, t, exception_text(e));
       if (watch && !watch->explain_divergence().empty())
         error += "; " + watch->explain_divergence();
       run_json["error_step"] = t;
@@ -459,9 +459,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
 
 }  // namespace
 
-nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
-                              const TrainOptions& opts) {
-  const auto wall0 = Clock::now();
+void check_experiment(const ExperimentSpec& spec, const FashionMnist& data) {
   auto model = make_model(spec.model, spec.file, "model");
   if (data.train.features() != model->input_size() || data.test.features() != model->input_size())
     throw InputError(spec.file, "model", spec.model,
@@ -470,6 +468,24 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   if (static_cast<size_t>(spec.batch_size) > data.train.n)
     throw InputError(spec.file, "batch_size", std::to_string(spec.batch_size),
                      fmt::format("exceeds the {} training examples", data.train.n));
+  // Each run's optimizer on the model's own layout (parsing used a stand-in layout).
+  for (size_t i = 0; i < spec.runs.size(); ++i) {
+    try {
+      (void)make_optimizer(spec.runs[i].optimizer, model->layout(), spec.workers, 0);
+    } catch (const InputError&) {
+      throw;
+    } catch (const Error& e) {
+      throw InputError(spec.file, fmt::format("runs[{}].optimizer", i),
+                       spec.runs[i].optimizer.type_name(), e.what());
+    }
+  }
+}
+
+nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
+                              const TrainOptions& opts) {
+  const auto wall0 = Clock::now();
+  check_experiment(spec, data);
+  auto model = make_model(spec.model, spec.file, "model");
 
   nlohmann::json result;
   result["schema"] = "clbo.train/1";
@@ -511,7 +527,19 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                                   total, run.label, run.optimizer.type_name(), seed, spec.workers,
                                   spec.batch_size, spec.steps));
       std::string error;
-      runs.push_back(train_one(spec, run, seed, *model, data, opts, error));
+      try {
+        runs.push_back(train_one(spec, run, seed, *model, data, opts, error));
+      } catch (const std::exception& e) {
+        // A failure outside the optimizer's step (memory, the model) ends this run as an
+        // error too, so the runs before it are still written (as a partial document).
+        error = fmt::format("{}: run '{}' seed {}: failed: {}", spec.file, run.label, seed,
+                            exception_text(e));
+        runs.push_back({{"label", run.label},
+                        {"seed", seed},
+                        {"optimizer_type", run.optimizer.type_name()},
+                        {"status", "error"},
+                        {"error", error}});
+      }
       if (!error.empty()) {
         if (opts.progress) opts.progress("  " + error);
         if (first_error.empty()) first_error = error;

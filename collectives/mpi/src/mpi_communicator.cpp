@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -67,7 +70,7 @@ class Poller {
 
 }  // namespace
 
-MpiSession::MpiSession() {
+MpiSession::MpiSession() : uncaught_(std::uncaught_exceptions()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -80,7 +83,32 @@ MpiSession::MpiSession() {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_ && !finalized) MPI_Finalize();
+  if (!owns_ || finalized) return;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (std::uncaught_exceptions() > uncaught_ && size > 1) {
+    // Unwinding from an error: a peer may never arrive at MPI_Finalize.
+    std::fprintf(stderr, "clbo: error: mpi: aborting the job after an error on this rank\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+}
+
+void MpiSession::abort_job(const std::string& message, int code) {
+  int rank = 0, size = 1, initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  std::fprintf(stderr, "clbo: error: rank %d of %d: %s\n", rank, size, message.c_str());
+  std::fflush(stderr);
+  if (initialized && !finalized) {
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+    MPI_Finalize();
+  }
+  std::exit(code);
 }
 
 bool mpi_library_cuda_support() {
@@ -138,9 +166,10 @@ void MpiCommunicator::wait_all(int count, MPI_Request* requests, const char* wha
     if (done) return;
     if (!poll.pause())
       throw Error(fmt::format(
-          "mpi: rank {} timed out after {} s waiting for {} (a peer failed, or called a "
-          "different collective or message size)",
-          rank_, options_.timeout_s, what));
+          "mpi: rank {} of {} timed out after {} s waiting for {}: some rank did not take part "
+          "(stopped, crashed, or in a different collective or message size); the limit is the "
+          "MPI timeout option (--timeout)",
+          rank_, size_, options_.timeout_s, what));
   }
 }
 
@@ -169,9 +198,10 @@ void MpiCommunicator::recv(int peer, void* data, size_t bytes, int tag) {
       if (found) break;
       if (!poll.pause())
         throw Error(
-            fmt::format("mpi: rank {} timed out after {} s waiting for {} bytes from rank "
-                        "{} (tag {})",
-                        rank_, options_.timeout_s, bytes, peer, tag));
+            fmt::format("mpi: rank {} of {} timed out after {} s waiting for {} bytes from rank "
+                        "{} (tag {}): rank {} stopped, crashed or sent something else; the limit "
+                        "is the MPI timeout option (--timeout)",
+                        rank_, size_, options_.timeout_s, bytes, peer, tag, peer));
     }
     int got = 0;
     mpi_check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
@@ -245,7 +275,7 @@ void MpiCommunicator::barrier() {
   wait_all(1, &req, "MPI_Ibarrier");
 }
 
-void MpiCommunicator::agree(const CallHeader& header) {
+void MpiCommunicator::agree(const CallHeader& header, const Settings* settings) {
   std::vector<CallHeader> all(static_cast<size_t>(size_));
   MPI_Request req;
   mpi_check(MPI_Iallgather(&header, sizeof(CallHeader), MPI_BYTE, all.data(), sizeof(CallHeader),
@@ -253,8 +283,38 @@ void MpiCommunicator::agree(const CallHeader& header) {
             "MPI_Iallgather (call header)");
   wait_all(1, &req, "the call header of every rank");
   // Every rank holds the same p headers and scans them in the same order, so every rank
-  // throws the same message.
-  check_call_headers(all.data(), size_, "mpi");
+  // takes the same branch and throws the same message.
+  const int differs = first_config_mismatch(all.data(), size_);
+  if (differs < 0 || !settings) {
+    check_call_headers(all.data(), size_, "mpi");
+    return;
+  }
+  // Only the configuration differs: exchange the settings themselves to name the one.
+  const std::string mine = settings->encode();
+  const uint64_t len = mine.size();
+  std::vector<uint64_t> lens(static_cast<size_t>(size_));
+  mpi_check(MPI_Iallgather(&len, 1, MPI_UINT64_T, lens.data(), 1, MPI_UINT64_T, comm_, &req),
+            "MPI_Iallgather (settings length)");
+  wait_all(1, &req, "the settings length of every rank");
+  std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
+  uint64_t total = 0;
+  for (int j = 0; j < size_; ++j) {
+    if (lens[j] > (uint64_t{1} << 20))
+      throw Error(fmt::format("mpi: rank {} sent a settings list of {} bytes", j, lens[j]));
+    counts[j] = static_cast<int>(lens[j]);
+    displs[j] = static_cast<int>(total);
+    total += lens[j];
+  }
+  std::string gathered(total, '\0');
+  mpi_check(MPI_Iallgatherv(mine.data(), static_cast<int>(len), MPI_BYTE, gathered.data(),
+                            counts.data(), displs.data(), MPI_BYTE, comm_, &req),
+            "MPI_Iallgatherv (settings)");
+  wait_all(1, &req, "the settings of every rank");
+  const auto of = [&](int j) {
+    return Settings::decode(std::string_view(gathered).substr(displs[j], lens[j]),
+                            fmt::format("rank {}", j));
+  };
+  throw Error(describe_settings_mismatch(of(0), of(differs), differs, header.op_name(), "mpi"));
 }
 
 }  // namespace clbo

@@ -10,6 +10,8 @@
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/sim/cluster.hpp"
+#include "clbo/sim/spec.hpp"
 
 namespace clbo::sim {
 
@@ -64,9 +66,9 @@ DType dtype_named(const std::string& name, const std::string& file, const std::s
 }
 
 int gpus_of(ConfigReader& r, int64_t def) {
-  const int64_t g = r.integer("gpus", def, 1);
+  const int g = r.integer<int>("gpus", static_cast<int>(def), 1, kMaxGpus);
   if (g < 1) r.fail("gpus", "required: the number of GPUs measured");
-  return static_cast<int>(g);
+  return g;
 }
 
 // nccl-tests text output (all_reduce_perf): the header line naming the columns, then one
@@ -128,27 +130,35 @@ std::vector<Measurement> nccl_tests(const std::string& path, const std::string& 
 std::vector<Measurement> bench_collectives(const std::string& path, const std::string& field,
                                            ConfigReader& r, const nlohmann::json& given) {
   const nlohmann::json doc = load_json_file(path);
-  if (!doc.is_object() || doc.value("schema", "") != "clbo.bench.collectives/1")
+  const auto schema = doc.is_object() ? doc.find("schema") : doc.end();
+  if (schema == doc.end() || *schema != "clbo.bench.collectives/1")
     throw InputError(path, "schema",
-                     doc.is_object() ? doc.value("schema", "missing") : "not an object",
+                     !doc.is_object()      ? "not an object"
+                     : schema == doc.end() ? "missing"
+                                           : json_excerpt(*schema),
                      "expected `clbo bench collectives` output (clbo.bench.collectives/1)");
-  const int file_p = doc.contains("config") && doc["config"].contains("p") &&
-                             doc["config"]["p"].is_number_integer()
-                         ? doc["config"]["p"].get<int>()
-                         : 0;
+  const int file_p =
+      doc.contains("config") && doc["config"].is_object() && doc["config"].contains("p")
+          ? static_cast<int>(json_int64(doc["config"]["p"], path, "config.p", 1, kMaxGpus))
+          : 0;
   const int p = gpus_of(r, file_p);
   if (file_p > 0 && p != file_p)
     r.fail("gpus", fmt::format("{} ran on {} ranks (config.p)", path, file_p));
   std::vector<Measurement> out;
-  const nlohmann::json& rows = doc.contains("rows") ? doc["rows"] : nlohmann::json::array();
+  static const nlohmann::json no_rows = nlohmann::json::array();
+  const nlohmann::json& rows = doc.contains("rows") ? doc["rows"] : no_rows;
+  if (!rows.is_array())
+    throw InputError(path, "rows", json_excerpt(rows), "expected an array of benchmark rows");
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
-    if (!row.is_object() || row.value("op", "") != "allreduce") continue;
+    if (!row.is_object() || !row.contains("op") || row["op"] != "allreduce") continue;
     const std::string f = fmt::format("rows[{}]", i);
     if (!row.contains("size_bytes") || !row["size_bytes"].is_number() || !row.contains("time_us") ||
         !row["time_us"].is_number() || !(row["time_us"].get<double>() > 0))
       throw InputError(path, f, row.dump().substr(0, 80),
                        "expected size_bytes and a positive time_us");
+    if (row.contains("type") && !row["type"].is_string())
+      throw InputError(path, f + ".type", json_excerpt(row["type"]), "expected an element type");
     const DType d = dtype_named(row.value("type", "float"), path, f + ".type");
     out.push_back(allreduce(fmt::format("{} ({} {})", field, path, f), p,
                             row["size_bytes"].get<double>(), d, row["time_us"].get<double>() / 1e3,
@@ -198,9 +208,9 @@ std::vector<Measurement> parse_measurements(const nlohmann::json& input, const s
         workloads[wkey] =
             std::make_shared<Workload>(resolve_workload(m["workload"], file, r.field("workload")));
       x.workload = workloads[wkey];
-      x.micro_batch = r.integer("micro_batch", 0, 1);
+      x.micro_batch = r.integer("micro_batch", 0, 1, kMaxBatch);
       if (x.micro_batch < 1) r.fail("micro_batch", "required");
-      x.grad_acc = r.integer("grad_acc", 1, 1);
+      x.grad_acc = r.integer("grad_acc", 1, 1, kMaxBatch);
       r.ignore("optimizer");
       if (!m.contains("optimizer")) r.fail("optimizer", "required: a DeepSpeed optimizer block");
       x.optimizer = parse_optimizer_config(m["optimizer"], file);

@@ -9,6 +9,10 @@
 
 namespace clbo {
 
+// The most elements a layout may describe (2^48, far beyond any model clbo simulates), so
+// that sizes and offsets can never overflow.
+inline constexpr uint64_t kMaxLayoutElements = uint64_t{1} << 48;
+
 struct TensorSpec {
   std::string name;
   size_t offset = 0;  // first element in the flat buffer

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "clbo/core/output_file.hpp"
+
 namespace clbo {
 
 struct NpyArray {
@@ -91,15 +93,15 @@ class NpyMappedF32 {
   const float* data_ = nullptr;
 };
 
-// Streams a float32 .npy file of a known shape into a temporary beside `path`; commit()
-// renames it into place. Destroying an uncommitted writer removes the temporary, so an
-// error anywhere leaves neither a half-written file nor a stale temporary behind.
-// write_at() is safe to call from several threads at once for disjoint ranges (it uses
-// pwrite), so ranks can store their own slices without a gather.
+// Streams a float32 .npy file of a known shape into a temporary beside `path` (an
+// AtomicOutput, see output_file.hpp); commit() renames it into place. Destroying an
+// uncommitted writer removes the temporary, so an error anywhere leaves neither a
+// half-written file nor a stale temporary behind. write_at() is safe to call from several
+// threads at once for disjoint ranges (it uses pwrite), so ranks can store their own slices
+// without a gather.
 class NpyStreamWriter {
  public:
   NpyStreamWriter(const std::string& path, const std::vector<int64_t>& shape);
-  ~NpyStreamWriter();
   NpyStreamWriter(const NpyStreamWriter&) = delete;
   NpyStreamWriter& operator=(const NpyStreamWriter&) = delete;
 
@@ -111,17 +113,12 @@ class NpyStreamWriter {
   // (the file is sized up front). Throws clbo::Error on failure (temporary removed).
   void commit();
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return out_.path(); }
   size_t count() const { return count_; }
 
  private:
-  void write_bytes(const void* data, size_t bytes, uint64_t offset);
-  void discard() noexcept;  // closes and removes the temporary
-
-  std::string path_, tmp_;
-  int fd_ = -1;
+  AtomicOutput out_;
   size_t data_offset_ = 0, count_ = 0, next_ = 0;
-  bool committed_ = false;
 };
 
 }  // namespace clbo

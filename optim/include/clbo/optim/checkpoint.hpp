@@ -4,12 +4,15 @@
 // (docs/reference/algorithms.md §8). DeepSpeed instead resets the error buffers on load.
 //
 // File layout (docs/optimizers.md, "Checkpoints"):
-//   "CLBOCKPT" | u32 version | u32 world size p | p × (u64 byte length | rank state)
+//   "CLBOCKPT" | u32 version (2) | u32 world size p | p × (u64 byte length | rank state) |
+//   u32 CRC-32 (zlib's) of every byte before it
 // where each rank state is what Optimizer::save_state writes:
 //   "CLBOSTAT" | u32 version | type | n | p | rank | tensor sizes | steps | skipped | lr |
 //   the type's buffers and counters.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clbo/optim/optimizer.hpp"
@@ -21,9 +24,17 @@ namespace clbo {
 void save_checkpoint(const std::string& path, const std::vector<const Optimizer*>& ranks);
 
 // Loads into optimizers built from the same config, layout and world size. Validates the
-// magic, version, world size and each rank's type, n, layout and rank; a mismatch, a
-// truncated file or trailing bytes throw InputError naming the file, and then no optimizer
-// is changed.
+// magic, the version, the checksum (before anything else is read: a flipped byte anywhere is
+// reported as corruption), the world size and each rank's type, n, layout and rank; a
+// mismatch, a truncated file or trailing bytes throw InputError naming the file, and then no
+// optimizer is changed. Version 1 files (written before checksums) load unverified.
 void load_checkpoint(const std::string& path, const std::vector<Optimizer*>& ranks);
+
+// The same from the file's bytes; `path` names them in errors (the fuzz target's entry).
+void load_checkpoint_bytes(std::string_view data, const std::string& path,
+                           const std::vector<Optimizer*>& ranks);
+
+// The largest checkpoint file load_checkpoint reads (64 GiB).
+inline constexpr size_t kMaxCheckpointBytes = size_t{64} << 30;
 
 }  // namespace clbo

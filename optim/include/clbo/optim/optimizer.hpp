@@ -25,8 +25,9 @@ class Optimizer {
   virtual std::string type() const = 0;
 
   // One update of this rank's params (n floats, in place) from its local gradient. Returns
-  // false when the step was skipped because a gradient was non-finite and the config asks
-  // for skipping (then no state changed on any rank); throws clbo::Error otherwise.
+  // false when the step was skipped because a gradient, or the allreduced mean of the ranks'
+  // gradients (an fp32 overflow), was non-finite and the config asks for skipping (then no
+  // state changed on any rank); throws clbo::Error naming step, rank and tensor otherwise.
   virtual bool step(Communicator& comm, float* params, const float* grad) = 0;
 
   // The collectives step t (1-based, counted like steps_taken()) will issue.
@@ -81,6 +82,14 @@ std::unique_ptr<Optimizer> make_optimizer(const nlohmann::json& block, const std
 // The same from an already parsed config.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, const ParamLayout& layout,
                                           int world_size, int rank);
+
+// Throws clbo::Error naming the optimizer, the rank, the step and the tensor of the first NaN
+// or Inf in params (layout.total() floats). Callers that publish parameters run it after each
+// step: finite inputs can still overflow fp32 in an update (an lr of 1e38), and a step whose
+// result is non-finite cannot be undone on every rank, so it is an error under both
+// nonfinite policies.
+void require_finite_params(const Optimizer& opt, const ParamLayout& layout, const float* params,
+                           int rank, int64_t step);
 
 // The types make_optimizer accepts.
 const std::vector<std::string>& optimizer_types();

@@ -14,9 +14,9 @@ namespace clbo::report {
 // (allreduce_ms with the step's exposed communication, comm_ms).
 const std::vector<std::string>& paper_row_quantities();
 
-// Checks every rows[i].paper of a spec's simulate block: numbers only, known quantities.
-// Throws InputError naming `file` and "simulate.rows[i].paper.KEY". A spec without rows
-// passes.
+// Checks every rows[i].paper of a spec's simulate block: nonzero numbers only, known
+// quantities. Throws InputError naming `file` and "simulate.rows[i].paper.KEY". A spec
+// without rows passes.
 void check_paper_rows(const nlohmann::json& spec, const std::string& file);
 
 // Adds the published values and the errors to each run of `results` (a clbo.simulate/1

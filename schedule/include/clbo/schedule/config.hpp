@@ -19,6 +19,10 @@
 
 namespace clbo {
 
+// The largest step count any step field (freeze_step, local_steps, ...) may name: far beyond
+// any run, and small enough that step arithmetic never overflows.
+inline constexpr int64_t kMaxStepCount = 1'000'000'000'000;
+
 // The six optimizers of the papers, then three ablations the papers argue against
 // (docs/reference/algorithms.md §9): they exist to show what breaks.
 enum class OptimizerKind {

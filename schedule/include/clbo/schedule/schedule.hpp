@@ -5,6 +5,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "clbo/core/layout.hpp"
 #include "clbo/core/schedule.hpp"
@@ -45,5 +47,13 @@ CommSchedule schedule_at(const OptimizerConfig& c, int64_t t, const ParamLayout&
 // whole buffer (flat) or one per non-empty tensor, in layout order.
 void append_compressed_calls(CommSchedule& s, CommGranularity g, const ParamLayout& layout,
                              const char* what);
+
+// Phase boundaries that a run of `total_steps` steps never reaches, as sentences for the
+// engines' output and their results' "warnings": a warmup of 1-bit Adam/LAMB (or of their
+// naive and no-error-feedback variants) covering the whole run (nothing is ever compressed,
+// so every ratio against Adam is 1.00x), a 0/1 Adam var_freeze_step at or beyond the run (no
+// local steps), SLAMB local_steps at or beyond the run (parameters synchronised at step 1
+// only). Empty when the run reaches every phase.
+std::vector<std::string> phase_warnings(const OptimizerConfig& c, int64_t total_steps);
 
 }  // namespace clbo

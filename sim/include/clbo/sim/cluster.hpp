@@ -14,6 +14,12 @@
 
 namespace clbo::sim {
 
+// Bounds of the sizes a cluster file may state, so that every product of them fits an int
+// (nodes × GPUs per node is at most 2^30).
+inline constexpr int kMaxNodes = 1 << 20;
+inline constexpr int kMaxGpusPerNode = 1 << 10;
+inline constexpr int kMaxGpus = kMaxNodes;  // a run's GPU count
+
 enum class IntraKind { kNvlink, kPcie };
 enum class FabricKind { kTcp, kInfiniband };
 enum class TopologyKind { kSingleSwitch, kFatTree, kTwoLevel };

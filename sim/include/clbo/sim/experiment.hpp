@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace clbo::sim {
 
@@ -14,12 +15,14 @@ struct SimulateOptions {
   std::function<void(int, int, const std::string&)> progress;
 };
 
-// Runs an experiment; `file` names it in errors. Returns the results document.
+// Runs an experiment; `file` names it in errors. Returns the results document, which holds
+// "warnings" (a list of sentences) when some optimizer's phase lies beyond the run.
 nlohmann::json run_experiment(const nlohmann::json& spec, const std::string& file,
                               const SimulateOptions& options = {});
 
 // Validates an experiment completely (every field, presets, referenced files) without
-// simulating anything: what `clbo simulate --check` and `clbo reproduce` run first.
-void validate_experiment(const nlohmann::json& spec, const std::string& file);
+// simulating anything: what `clbo simulate --check` and `clbo reproduce` run first. Returns
+// the warnings the run would record (phases it never reaches, see phase_warnings).
+std::vector<std::string> validate_experiment(const nlohmann::json& spec, const std::string& file);
 
 }  // namespace clbo::sim

@@ -29,7 +29,7 @@ nlohmann::json run_json(const TrainingSetup& s, const OptimizerEntry& opt,
                         const RunTiming& timing);
 void add_baseline_ratios(nlohmann::json& run, const nlohmann::json& baseline_run);
 
-// The whole document.
+// The whole document, with the spec's "warnings" when it has any.
 nlohmann::json results_document(const nlohmann::json& spec_json, const std::string& file,
                                 const ExperimentSpec& spec, nlohmann::json runs,
                                 nlohmann::json group_timing, double wall_s);

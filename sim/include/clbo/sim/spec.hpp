@@ -42,6 +42,10 @@
 
 namespace clbo::sim {
 
+// The largest micro-batch, global batch or accumulation count a spec (or a calibration
+// measurement) may state: every product of them with a GPU count stays far inside int64.
+inline constexpr int64_t kMaxBatch = int64_t{1} << 24;
+
 struct OptimizerEntry {
   std::string label, baseline;  // baseline: the label of another entry, or empty
   OptimizerConfig config;
@@ -75,6 +79,7 @@ struct ExperimentSpec {
   std::vector<Implementation> implementations = {Implementation::kClbo};
   SessionOptions session;
   std::map<std::string, ComputeProfile> compute;  // user-measured profiles by GPU
+  std::vector<std::string> warnings;              // phases the run never reaches
 };
 
 // Reads and validates a whole spec; `file` names it in errors.

@@ -80,6 +80,11 @@ ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file
                                 size_t train_examples = 60000);
 ExperimentSpec load_experiment(const std::string& path, size_t train_examples = 60000);
 
+// What can be checked only with the data, before any run starts (run_experiment does it
+// first; `clbo train --check` too): the model's input size against the images, the batch
+// against the training set, and every run's optimizer built on the model's real layout.
+void check_experiment(const ExperimentSpec& spec, const FashionMnist& data);
+
 struct TrainOptions {
   int threads = 2;  // gradient/eval threads; never changes a result
   // Called with progress lines ("run 2/10: ..."); may be empty.

@@ -34,12 +34,19 @@ namespace clbo {
 struct MpiOptions {
   enum class CudaAware { kAuto, kOn, kOff };
   CudaAware cuda_aware = CudaAware::kAuto;  // kOn fails when the library has no CUDA support
-  double timeout_s = 120.0;                 // longest wait for a peer before giving up
-  bool check_headers = true;                // exchange a CallHeader before each collective
+  // Longest wait for a peer before giving up: a stopped or crashed rank makes the others
+  // fail after this long, never hang.
+  double timeout_s = 120.0;
+  bool check_headers = true;  // exchange a CallHeader before each collective
 };
 
 // Initializes MPI (MPI_THREAD_FUNNELED) unless already initialized, and finalizes it on
 // destruction if it initialized it. Works under mpirun and as a singleton (p = 1).
+//
+// An error leaves peers that may never reach MPI_Finalize (a rank stopped, crashed or stuck in
+// another collective), and MPI_Finalize would then wait for them forever. So on an error,
+// abort_job() prints the message and ends the whole job with MPI_Abort; and a session destroyed
+// while an exception unwinds, in a world of more than one rank, aborts instead of finalizing.
 class MpiSession {
  public:
   MpiSession();
@@ -47,8 +54,12 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
+  // Prints "clbo: error: rank r of p: message" to stderr and MPI_Aborts every rank with `code`.
+  [[noreturn]] static void abort_job(const std::string& message, int code);
+
  private:
   bool owns_ = false;
+  int uncaught_ = 0;  // std::uncaught_exceptions() at construction
 };
 
 class MpiCommunicator final : public Communicator {
@@ -69,7 +80,9 @@ class MpiCommunicator final : public Communicator {
 
   // Collective: every rank passes its header; if any differs, every rank throws the same
   // clbo::Error ("mpi: ranks disagree on <op>: rank 0 has count=…, rank 2 has count=…").
-  void agree(const CallHeader& header);
+  // With `settings` (whose hash() must be header.config), a config mismatch is named by the
+  // setting that differs ("rank 0 has --iters = 20, rank 2 has --iters = 10"), not a hash.
+  void agree(const CallHeader& header, const Settings* settings = nullptr);
 
   // Waits for the requests, polling, and throws naming `what` after timeout_s.
   void wait_all(int count, MPI_Request* requests, const char* what);
