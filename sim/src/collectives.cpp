@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "clbo/core/error.hpp"
+#include "segments.hpp"
 
 namespace clbo::sim {
 
@@ -39,11 +40,6 @@ int ceil_log2(int n) {
   return l;
 }
 
-uint64_t onebit_padded(size_t n, int p) {
-  const uint64_t unit = static_cast<uint64_t>(p) * std::lcm(static_cast<uint64_t>(p), 8);
-  return (n + unit - 1) / unit * unit;
-}
-
 std::vector<Proto> protocols(const ExpandOptions& o) {
   if (o.protocol != Proto::kAuto) return {o.protocol};
   return {Proto::kLL, Proto::kLL128, Proto::kSimple};
@@ -69,9 +65,11 @@ std::vector<Round> onto_hosts(std::vector<Round> rounds, int p, int g) {
   return rounds;
 }
 
+}  // namespace
+
 Segment make_segment(std::string label, int call, std::vector<Round> rounds, double hop_intra,
-                     double hop_net, double base, double wire, const ExpandOptions& o,
-                     int target = 0, bool pipeline = false) {
+                     double hop_net, double base, double wire, const ExpandOptions& o, int target,
+                     bool pipeline) {
   Segment s;
   s.label = std::move(label);
   s.call = call;
@@ -104,6 +102,8 @@ Segment compute_segment(std::string label, int call, double seconds, bool compre
   return s;
 }
 
+namespace {
+
 Segment nccl_ring_allgather(const ClusterSpec& c, int p, uint64_t bytes_per_rank,
                             const std::string& label, int call, const ExpandOptions& o) {
   const Proto pr = nccl_choose_ring_protocol(c, p, static_cast<double>(bytes_per_rank), o);
@@ -128,6 +128,8 @@ Segment nccl_alltoall(const ClusterSpec& c, int p, uint64_t bytes_per_pair,
 std::vector<Segment> nccl_allreduce(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                     const ExpandOptions& o) {
   const uint64_t bytes = call.count * dtype_bytes(call.dtype);
+  if (o.allreduce == Algo::kBinomial)
+    throw Error("the binomial allreduce is MPI's (libnbc); NCCL runs ring or tree");
   const NcclChoice ch = nccl_choose_allreduce(c, p, static_cast<double>(bytes), o);
   std::vector<Round> rounds;
   const int g = std::min(c.gpus_per_node, p);
@@ -225,7 +227,7 @@ std::vector<Segment> onebit_mpi(const CommCall& call, int idx, const ClusterSpec
 }  // namespace
 
 const char* to_string(Backend b) {
-  return b == Backend::kNccl ? "nccl" : "mpi";
+  return b == Backend::kNccl ? "nccl" : b == Backend::kMpi ? "mpi" : "mpi_host";
 }
 const char* to_string(Algo a) {
   switch (a) {
@@ -237,6 +239,8 @@ const char* to_string(Algo a) {
       return "tree";
     case Algo::kHierarchical:
       return "hierarchical";
+    case Algo::kBinomial:
+      return "binomial";
   }
   return "?";
 }
@@ -478,6 +482,7 @@ std::vector<Round> alltoall_rounds(int p, uint64_t b) {
 
 std::vector<Segment> expand_call(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                  const KernelModel& km, const ExpandOptions& o) {
+  if (o.backend == Backend::kMpiHost) return mpi_host_expand_call(call, idx, c, p, km, o);
   std::vector<Segment> out;
   switch (call.kind) {
     case CollKind::kSparseAllreduce:

@@ -14,6 +14,9 @@
 //                    phase (or GPU endpoints when MPI is CUDA-aware).
 //   SLAMB            compaction kernel, then an allreduce of the compacted buffer; its
 //                    periodic parameter sync is a plain fp32 allreduce in the schedule.
+//   MPI host ranks   (Backend::kMpiHost) every call through clbo's MPI backend between CPU
+//                    ranks, as OpenMPI 4.1's libnbc runs the non-blocking collectives that
+//                    backend uses (mpi_host.cpp): no GPU, no staging.
 #pragma once
 #include <string>
 #include <vector>
@@ -25,8 +28,12 @@
 
 namespace clbo::sim {
 
-enum class Backend { kNccl, kMpi };
-enum class Algo { kAuto, kRing, kTree, kHierarchical };
+// kNccl, kMpi: GPU ranks; the compressed allreduce through NCCL or DeepSpeed's MPI path
+// (dense calls stay on NCCL). kMpiHost: CPU ranks, every call through clbo's MPI backend.
+enum class Backend { kNccl, kMpi, kMpiHost };
+// kBinomial: OpenMPI 4.1 libnbc's in-place MPI_Iallreduce (binomial reduce to rank 0, then
+// binomial broadcast of the whole buffer); kMpiHost only.
+enum class Algo { kAuto, kRing, kTree, kHierarchical, kBinomial };
 enum class Proto { kAuto, kLL, kLL128, kSimple };
 
 struct ExpandOptions {
@@ -44,6 +51,10 @@ struct ExpandOptions {
   bool tree_chains = false;       // simulate the intra-node chains even in fast mode
   bool tree_merge_fill = true;    // false: merge only same-pattern tree rounds (old path)
   size_t param_count = 0;         // the model's n (SLAMB's compaction kernel reads all of it)
+  // kMpiHost's compressed allreduce: DeepSpeed's gather flavour
+  // (mpi_compressed_allreduce_gather: p gathers, then one allgather) instead of clbo's
+  // compressed_allreduce (all-to-all, then allgathers).
+  bool mpi_gather = false;
 };
 
 const char* to_string(Backend b);
@@ -89,6 +100,21 @@ std::vector<Round> hierarchical_allreduce_rounds(int p, int gpus_per_node, size_
                                                  size_t elem_bytes);
 std::vector<Round> ring_allgather_rounds(int p, uint64_t bytes_per_rank);
 std::vector<Round> alltoall_rounds(int p, uint64_t bytes_per_pair);
+
+// Backend::kMpiHost (mpi_host.cpp), OpenMPI 4.1.4's libnbc algorithms as clbo's MPI
+// backend reaches them: MPI_Iallreduce in place is binomial (kBinomial), MPI_Iallgather,
+// MPI_Ialltoall and MPI_Igather are linear (every message posted at once, one round);
+// ring and sparse allreduces are clbo's ring over point-to-point. Every network and
+// loopback message pays the fabric's software latency. tree and hierarchical are NCCL's
+// and an InputError here.
+std::vector<Segment> mpi_host_expand_call(const CommCall& call, int call_index,
+                                          const ClusterSpec& c, int p, const KernelModel& km,
+                                          const ExpandOptions& o);
+// Rounds of libnbc's binomial allreduce of `bytes` on p ranks (root 0): reduce rounds r =
+// 1..⌈log₂p⌉ (rank v + 2^(r−1) sends its partial to v when v is a multiple of 2^r), then
+// the broadcast: rank w receives from w − 2^⌊log₂w⌋ in broadcast round popcount(w) − 1,
+// each rank sending to all its children at once.
+std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes);
 
 // All segments of one call. `call_index` tags them for per-call timing.
 std::vector<Segment> expand_call(const CommCall& call, int call_index, const ClusterSpec& c, int p,
