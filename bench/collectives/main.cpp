@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-c,--check", cfg.check, "Check one call's result (1) or not (0)")
       ->capture_default_str();
-  app.add_option("--op", cfg.ops, "allreduce|compressed|sparse|alltoall|allgather (comma list)")
+  app.add_option("--op", cfg.ops,
+                 "allreduce|compressed|sparse|alltoall|allgather|pingpong (comma list)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--backend", cfg.backend, "local|mpi|nccl")->capture_default_str();
