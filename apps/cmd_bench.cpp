@@ -70,7 +70,7 @@ int exec_collectives(const std::vector<std::string>& args) {
   throw clbo::Error("clbo bench collectives: cannot run " + bin.string());
 }
 
-// bench_kernels_cpu -> kernels-cpu.json: the name results/bench/ and plots/ use.
+// bench_kernels_cpu -> kernels-cpu.json: the name results/bench/ and report/plots/ use.
 std::string result_file_name(std::string binary) {
   if (binary.rfind("bench_", 0) == 0) binary.erase(0, 6);
   std::replace(binary.begin(), binary.end(), '_', '-');

@@ -21,8 +21,8 @@
 #include "clbo/collectives/local.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
-#include "clbo/optim/config.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/schedule/config.hpp"
 #include "cli.hpp"
 #include "demo_problem.hpp"
 
@@ -260,7 +260,7 @@ Registrar reg(
       sub.add_option("--n", a->n, "approximate parameter count (rounded to whole matrix rows)")
           ->capture_default_str();
       sub.add_option("--batch", a->batch, "samples per rank per step")->capture_default_str();
-      sub.add_option("--out", a->out, "JSON result path")->capture_default_str();
+      sub.add_option("-o,--out", a->out, "JSON result path")->capture_default_str();
       sub.add_option("--seed", a->seed, "seed of the problem and its samples")
           ->capture_default_str();
       sub.footer(

@@ -1,5 +1,5 @@
-// `clbo plot`: regenerates every figure (plots/plot_all.py, matplotlib) from a results
-// directory. The scripts are found in ./plots when run from a checkout, else in the source
+// `clbo plot`: regenerates every figure (report/plots/plot_all.py, matplotlib) from a results
+// directory. The scripts are found in ./report/plots when run from a checkout, else in the source
 // tree this binary was built from (CLBO_SOURCE_DIR). Returns the script's exit code.
 #include <spawn.h>
 #include <sys/wait.h>
@@ -29,18 +29,20 @@ namespace {
 namespace fs = std::filesystem;
 
 struct PlotArgs {
-  std::string results = "results", out = "plots", python = "/usr/bin/python3";
+  std::string results = "results", out = "figures", python = "/usr/bin/python3";
   std::vector<std::string> only;
   bool skip_missing = false;
 };
 
 fs::path find_plot_all() {
-  for (const fs::path& dir : {fs::current_path() / "plots", fs::path(CLBO_SOURCE_DIR) / "plots"}) {
+  for (const fs::path& dir :
+       {fs::current_path() / "report" / "plots", fs::path(CLBO_SOURCE_DIR) / "report" / "plots"}) {
     if (fs::is_regular_file(dir / "plot_all.py")) return dir / "plot_all.py";
   }
-  throw clbo::InputError("clbo plot", "scripts", "plots/plot_all.py",
-                         "not found in ./plots nor in the source tree " +
-                             std::string(CLBO_SOURCE_DIR) + "/plots; run from the repository");
+  throw clbo::InputError("clbo plot", "scripts", "report/plots/plot_all.py",
+                         "not found in ./report/plots nor in the source tree " +
+                             std::string(CLBO_SOURCE_DIR) +
+                             "/report/plots; run from the repository");
 }
 
 // A python given as a bare name is looked up in PATH, as a shell would.
@@ -97,7 +99,7 @@ clbo::cli::Registrar reg(
       auto args = std::make_shared<PlotArgs>();
       sub.add_option("--results", args->results, "results directory to read")
           ->capture_default_str();
-      sub.add_option("--out", args->out, "where to write the figures")->capture_default_str();
+      sub.add_option("-o,--out", args->out, "where to write the figures")->capture_default_str();
       sub.add_option("--python", args->python,
                      "Python interpreter with matplotlib (Debian's python3-matplotlib)")
           ->capture_default_str();

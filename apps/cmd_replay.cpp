@@ -21,8 +21,8 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/layout.hpp"
 #include "clbo/core/npy.hpp"
-#include "clbo/optim/config.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/schedule/config.hpp"
 #include "cli.hpp"
 #include "nonfinite_scan.hpp"
 
@@ -179,7 +179,7 @@ Registrar reg(
       sub.add_option("--grads", a->grads, "gradients, float32 (T, p, n)")->required();
       sub.add_option("--layout", a->layout,
                      "tensor layout (JSON); default: one tensor of n elements");
-      sub.add_option("--out", a->out, "output parameters, float32 (T, p, n)")->required();
+      sub.add_option("-o,--out", a->out, "output parameters, float32 (T, p, n)")->required();
       sub.footer(kFormats);
       return [a] { return run_replay(*a); };
     });

@@ -16,7 +16,7 @@ struct ReportArgs {
   std::string results_dir = "results";
   std::string specs_dir;
   std::string format = "md";
-  std::string out_dir = "reports";
+  std::string out_dir = "tables";
   bool check_specs = false;
 };
 
@@ -56,7 +56,7 @@ clbo::cli::Registrar reg(
       sub.add_option("--format", a->format, "Output format")
           ->check(CLI::IsMember({"md", "tex", "csv"}))
           ->capture_default_str();
-      sub.add_option("--out", a->out_dir,
+      sub.add_option("-o,--out", a->out_dir,
                      "Folder for paper.*, headline.*, summary.* (and validation.*)")
           ->capture_default_str();
       sub.add_flag("--check-specs", a->check_specs,

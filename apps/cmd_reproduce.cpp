@@ -3,7 +3,7 @@
 // kernel and collective benchmarks (on a GPU node also the CUDA and NCCL ones), and finally
 // `clbo report` and `clbo plot` on what it produced. Every step is a child process of this
 // same binary (SimGrid allows one engine per process; the benchmark binary links MPI/NCCL,
-// which must not share a process with SimGrid), with its output in reports/logs/.
+// which must not share a process with SimGrid), with its output in logs/.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -71,7 +71,7 @@ Step make_step(std::string phase, bool parallel, std::string label) {
   return s;
 }
 
-struct Plan {
+struct Reproduction {
   fs::path root, out;
   std::vector<Step> steps;
   std::vector<std::string> notes;  // said before the run and again in the summary
@@ -97,7 +97,7 @@ fs::path resolve_root(const std::string& given) {
 
 // Children run in the root, so results record the experiment paths exactly as committed
 // ("experiments/sim/x.json"); paths inside the root are passed relative to it.
-std::string arg_path(const Plan& p, const fs::path& path) {
+std::string arg_path(const Reproduction& p, const fs::path& path) {
   const fs::path rel = path.lexically_relative(p.root);
   if (!rel.empty() && *rel.begin() != "..") return rel.string();
   return path.string();
@@ -132,7 +132,7 @@ std::string slug(const std::string& s) {
   return out.substr(0, 80);
 }
 
-// ---- the plan ----------------------------------------------------------------
+// ---- the steps ---------------------------------------------------------------
 
 bool gpu_visible(const nlohmann::json& env) {
   if (env.contains("gpu") && !env["gpu"].is_null()) return true;
@@ -159,8 +159,8 @@ void carry_over(const fs::path& from, const fs::path& to, const std::vector<fs::
   log << copied << " committed results copied\n";
 }
 
-Plan make_plan(const Options& o) {
-  Plan p;
+Reproduction make_reproduction(const Options& o) {
+  Reproduction p;
   p.root = resolve_root(o.root);
   p.out = fs::weakly_canonical(fs::absolute(o.out));
   p.jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -312,15 +312,15 @@ Plan make_plan(const Options& o) {
     p.steps.push_back(s);
   }
   {
-    Step s = make_step("report", false, "report (reports/paper.md, headline.md, summary.md)");
+    Step s = make_step("report", false, "report (tables/paper.md, headline.md, summary.md)");
     s.commands.push_back({"clbo", "report", arg_path(p, results), "--specs", "experiments/paper",
-                          "--out", arg_path(p, p.out / "reports")});
+                          "--out", arg_path(p, p.out / "tables")});
     p.steps.push_back(s);
   }
   {
-    Step s = make_step("report", false, "plot (plots/*.png, *.svg)");
-    s.commands.push_back(
-        {"clbo", "plot", "--results", arg_path(p, results), "--out", arg_path(p, p.out / "plots")});
+    Step s = make_step("report", false, "plot (figures/*.png, *.svg)");
+    s.commands.push_back({"clbo", "plot", "--results", arg_path(p, results), "--out",
+                          arg_path(p, p.out / "figures")});
     p.steps.push_back(s);
   }
   return p;
@@ -354,9 +354,9 @@ std::string command_line(const std::vector<std::string>& argv) {
 
 class Runner {
  public:
-  Runner(Plan& plan, bool quiet) : plan_(plan), quiet_(quiet), tty_(::isatty(STDERR_FILENO)) {
+  Runner(Reproduction& job, bool quiet) : job_(job), quiet_(quiet), tty_(::isatty(STDERR_FILENO)) {
     self_ = clbo::cli::self_executable();
-    logs_ = plan.out / "reports" / "logs";
+    logs_ = job.out / "logs";
     fs::create_directories(logs_);
     for (const auto& e : fs::directory_iterator(logs_))  // only this run's logs remain
       if (e.path().extension() == ".log") fs::remove(e.path());
@@ -367,9 +367,9 @@ class Runner {
   // Runs every step; returns the index of the failed step or -1.
   int run() {
     size_t i = 0;
-    while (i < plan_.steps.size()) {
+    while (i < job_.steps.size()) {
       size_t j = i;
-      while (j < plan_.steps.size() && plan_.steps[j].phase == plan_.steps[i].phase) ++j;
+      while (j < job_.steps.size() && job_.steps[j].phase == job_.steps[i].phase) ++j;
       const int failed = run_phase(i, j);
       if (failed >= 0) return failed;
       i = j;
@@ -380,7 +380,7 @@ class Runner {
   double elapsed() const { return seconds_since(start_); }
   double cpu_total() const {
     double c = 0;
-    for (const auto& s : plan_.steps) c += s.cpu_s;
+    for (const auto& s : job_.steps) c += s.cpu_s;
     return c;
   }
   void say(const std::string& line) {
@@ -401,12 +401,12 @@ class Runner {
   }
 
   std::string number(size_t i) const {
-    const int w = static_cast<int>(std::to_string(plan_.steps.size()).size());
-    return fmt::format("[{:>{}}/{}]", i + 1, w, plan_.steps.size());
+    const int w = static_cast<int>(std::to_string(job_.steps.size()).size());
+    return fmt::format("[{:>{}}/{}]", i + 1, w, job_.steps.size());
   }
 
   void start(size_t index, size_t command) {
-    Step& s = plan_.steps[index];
+    Step& s = job_.steps[index];
     std::vector<std::string> argv = s.commands[command];
     std::string program;
     if (argv[0] == "clbo") {  // this binary: argv[0] names it for the child's own messages
@@ -414,14 +414,14 @@ class Runner {
       argv[0] = self_;
     }
     std::ofstream(s.log, std::ios::app)
-        << "$ (cd " << plan_.root.string() << " && " << command_line(s.commands[command]) << ")\n";
+        << "$ (cd " << job_.root.string() << " && " << command_line(s.commands[command]) << ")\n";
     running_.push_back({index, command,
-                        clbo::cli::start_child(program, argv, plan_.root.string(), s.log),
+                        clbo::cli::start_child(program, argv, job_.root.string(), s.log),
                         Clock::now()});
   }
 
   void begin_step(size_t index) {
-    Step& s = plan_.steps[index];
+    Step& s = job_.steps[index];
     const std::string name = s.label.substr(0, s.label.find(" ("));  // no parenthetical
     s.log = (logs_ / fmt::format("{:02}-{}.log", index + 1, slug(name))).string();
     step_start_[index] = Clock::now();
@@ -435,7 +435,7 @@ class Runner {
   }
 
   void finish_step(size_t index) {
-    Step& s = plan_.steps[index];
+    Step& s = job_.steps[index];
     s.wall_s = seconds_since(step_start_[index]);
     if (!quiet_)
       say(fmt::format("{} {:<62} {:>7.1f} s  (cpu {:6.1f} s)  total {:6.1f} s", number(index),
@@ -451,7 +451,7 @@ class Runner {
     if (quiet_ || running_.empty()) return;
     std::string names;
     for (const auto& r : running_)
-      names += fmt::format("{}{} ({:.0f} s)", names.empty() ? "" : ", ", plan_.steps[r.step].label,
+      names += fmt::format("{}{} ({:.0f} s)", names.empty() ? "" : ", ", job_.steps[r.step].label,
                            seconds_since(step_start_[r.step]));
     const std::string line = fmt::format("  running: {}  total {:.0f} s", names, elapsed());
     if (tty_) {
@@ -474,7 +474,7 @@ class Runner {
   }
 
   int run_phase(size_t first, size_t last) {
-    const size_t limit = plan_.steps[first].parallel ? static_cast<size_t>(plan_.jobs) : 1;
+    const size_t limit = job_.steps[first].parallel ? static_cast<size_t>(job_.jobs) : 1;
     size_t next = first;
     last_heartbeat_ = Clock::now();
     while (next < last || !running_.empty()) {
@@ -495,7 +495,7 @@ class Runner {
       if (it == running_.end()) continue;  // not ours (cannot happen: we start them all)
       const Running r = *it;
       running_.erase(it);
-      Step& s = plan_.steps[r.step];
+      Step& s = job_.steps[r.step];
       s.cpu_s += e.cpu_s;
       if (e.code != 0) {
         s.wall_s = seconds_since(step_start_[r.step]);
@@ -512,10 +512,10 @@ class Runner {
   }
 
   void report_failure(size_t index, size_t command, int code) {
-    const Step& s = plan_.steps[index];
+    const Step& s = job_.steps[index];
     say(fmt::format("{} {} FAILED (exit {}) after {:.1f} s", number(index), s.label, code,
                     s.wall_s));
-    say("  command: " + command_line(s.commands[command]) + "  (in " + plan_.root.string() + ")");
+    say("  command: " + command_line(s.commands[command]) + "  (in " + job_.root.string() + ")");
     say("  last lines of " + shown(s.log) + ":");
     std::string tail = tail_of(s.log, 20);
     if (!tail.empty()) tail.pop_back();
@@ -525,7 +525,7 @@ class Runner {
     if (!s.hint.empty() && code != 2) say("  hint: " + s.hint);
   }
 
-  Plan& plan_;
+  Reproduction& job_;
   bool quiet_, tty_, status_shown_ = false;
   std::string self_;
   fs::path logs_;
@@ -535,9 +535,9 @@ class Runner {
   std::vector<Running> running_;
 };
 
-void print_plan(const Plan& p) {
+void print_steps(const Reproduction& p) {
   std::cout << "root (inputs): " << p.root.string()
-            << "\nout (results, reports, plots): " << p.out.string() << "\njobs: " << p.jobs
+            << "\nout (results, tables, figures, logs): " << p.out.string() << "\njobs: " << p.jobs
             << "\n";
   for (const auto& n : p.notes) std::cout << "note: " << n << "\n";
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -548,8 +548,8 @@ void print_plan(const Plan& p) {
   }
 }
 
-void print_summary(const Plan& p, const Runner& r) {
-  const fs::path reports = p.out / "reports", headline = reports / "headline.md";
+void print_summary(const Reproduction& p, const Runner& r) {
+  const fs::path tables = p.out / "tables", headline = tables / "headline.md";
   std::cout << "\n== Headline claims: paper vs clbo (" << shown(headline) << ") ==\n\n";
   if (fs::exists(headline)) {
     std::ifstream in(headline);
@@ -559,9 +559,9 @@ void print_summary(const Plan& p, const Runner& r) {
   }
   const std::vector<std::pair<std::string, std::string>> places = {
       {shown(p.out / "results") + "/", "results as JSON (schema: results/SCHEMA.md)"},
-      {shown(reports) + "/", "paper.md: every claim, paper vs clbo; headline.md; summary.md"},
-      {shown(p.out / "plots") + "/", "figures (PNG and SVG)"},
-      {shown(reports / "logs") + "/", "one log per step, and reproduce.log"}};
+      {shown(tables) + "/", "paper.md: every claim, paper vs clbo; headline.md; summary.md"},
+      {shown(p.out / "figures") + "/", "figures (PNG and SVG)"},
+      {shown(p.out / "logs") + "/", "one log per step, and reproduce.log"}};
   size_t width = 0;
   for (const auto& [path, what] : places) width = std::max(width, path.size());
   std::cout << "\n== Where everything is ==\n";
@@ -576,32 +576,32 @@ int run_reproduce(const Options& o) {
   if (o.jobs < 0 || o.jobs > 256)
     throw clbo::InputError("<command line>", "--jobs", std::to_string(o.jobs),
                            "must be in 1..256 (0: one per core)");
-  Plan plan = make_plan(o);
+  Reproduction job = make_reproduction(o);
   if (o.dry_run) {
-    print_plan(plan);
+    print_steps(job);
     return 0;
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGHUP, on_signal);
-  Runner runner(plan, o.quiet);
+  Runner runner(job, o.quiet);
   if (!o.quiet) {
     runner.say(fmt::format("clbo reproduce: {} steps, inputs from {}, outputs to {} (--jobs {})",
-                           plan.steps.size(), shown(plan.root), shown(plan.out), plan.jobs));
-    for (const auto& n : plan.notes) runner.say("  note: " + n);
+                           job.steps.size(), shown(job.root), shown(job.out), job.jobs));
+    for (const auto& n : job.notes) runner.say("  note: " + n);
   }
   const int failed = runner.run();
   if (failed >= 0) {
-    const Step& f = plan.steps[static_cast<size_t>(failed)];
-    std::cerr << "clbo reproduce: stopped at step " << failed + 1 << " of " << plan.steps.size()
+    const Step& f = job.steps[static_cast<size_t>(failed)];
+    std::cerr << "clbo reproduce: stopped at step " << failed + 1 << " of " << job.steps.size()
               << " (" << f.label << "); the steps after it did not run. Results written before it "
-              << "stay under " << shown(plan.out / "results")
+              << "stay under " << shown(job.out / "results")
               << (f.phase == "report" ? "."
                                       : "; no report or figures were made from a partial set.")
               << "\n";
     return g_interrupted ? 130 : 1;
   }
-  print_summary(plan, runner);
+  print_summary(job, runner);
   return 0;
 }
 
@@ -609,7 +609,7 @@ clbo::cli::Registrar reg(
     "reproduce",
     "The main job: validate every input, run every simulation experiment, a convergence smoke "
     "run (--full: the whole set), the CPU (and on a GPU node the CUDA/NCCL) benchmarks, then "
-    "write reports/ and plots/ (see docs/reproduce.md)",
+    "write tables/ and figures/ (see docs/reproduce.md)",
     [](CLI::App& sub) {
       auto o = std::make_shared<Options>();
       sub.add_flag("--full", o->full,
@@ -617,9 +617,10 @@ clbo::cli::Registrar reg(
                    "regenerate "
                    "results/convergence/SUMMARY.md");
       sub.add_option("--root", o->root,
-                     "tree whose experiments/ (and plots/ scripts) are read (default: the "
+                     "tree whose experiments/ (and report/plots/ scripts) are read (default: the "
                      "current folder if it has experiments/, else the source tree)");
-      sub.add_option("--out", o->out, "folder that receives results/, reports/ and plots/")
+      sub.add_option("-o,--out", o->out,
+                     "folder that receives results/, tables/, figures/ and logs/")
           ->capture_default_str();
       sub.add_option("-j,--jobs", o->jobs,
                      "independent experiments run at once (default 0: one per core); results "

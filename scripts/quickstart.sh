@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 1: install missing dependencies, build (Release), and run the main job,
 # `clbo reproduce`, on its embedded defaults: every simulation experiment, a convergence
-# smoke run, the CPU benchmarks, then reports/ and plots/ (docs/reproduce.md). Arguments go
+# smoke run, the CPU benchmarks, then tables/ and figures/ (docs/reproduce.md). Arguments go
 # to `clbo reproduce`, e.g. `bash scripts/quickstart.sh --full`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

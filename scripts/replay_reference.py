@@ -3,7 +3,7 @@
 `clbo replay` from outside the C++ code (see docs/replay.md).
 
 It reads the same inputs as `clbo replay`, computes the trajectory in float64 from the mean
-gradient over ranks (algorithms.md §3 warmup and §7 Adam), and either writes it as a
+gradient over ranks (docs/reference/algorithms.md §3 warmup and §7 Adam), and either writes it as a
 float32 (T, p, n) .npy file or compares it with clbo's output:
 
     clbo replay --optimizer opt.json --params0 theta0.npy --grads grads.npy --out clbo.npy
@@ -33,7 +33,7 @@ def load_block(path):
 def ring_mean(g):
     """The mean over ranks of g (p, n) exactly as clbo's fp32 ring allreduce computes it:
     chunk j = [j*n//p, (j+1)*n//p) is summed in float32 in rank order j, j+1, ... (mod p),
-    then multiplied by float32(1/p) (collectives/plan.hpp). Elements whose mean is near
+    then multiplied by float32(1/p) (plan/plan.hpp). Elements whose mean is near
     zero (|mean| ~ eps) make Adam's first steps sensitive to the summation order, so a
     plain float64 mean would disagree there by far more than rounding."""
     p, n = g.shape

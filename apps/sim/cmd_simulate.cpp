@@ -65,7 +65,7 @@ clbo::cli::Registrar reg("simulate",
                            auto args = std::make_shared<Args>();
                            sub.add_option("experiment", args->experiment,
                                           "experiment JSON (default: the built-in sweep)");
-                           sub.add_option("-o,--output", args->output,
+                           sub.add_option("-o,--out", args->output,
                                           "results file (default: results/<path under "
                                           "experiments/>)");
                            sub.add_flag("-q,--quiet", args->quiet, "no progress output");

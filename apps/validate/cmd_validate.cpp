@@ -358,7 +358,7 @@ clbo::cli::Registrar reg(
       auto a = std::make_shared<Args>();
       sub.add_option("experiment", a->experiment, "validation grid (experiments/validation/X.json)")
           ->required();
-      sub.add_option("-o,--output", a->output, "results file (default: results/validation/X.json)");
+      sub.add_option("-o,--out", a->output, "results file (default: results/validation/X.json)");
       sub.add_flag("--check", a->check,
                    "only check the grid (fields, what this machine can host) and list its "
                    "clusters; create nothing");

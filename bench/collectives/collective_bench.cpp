@@ -373,7 +373,7 @@ const std::vector<float>& reference_compressed(int p, size_t n, uint64_t seed) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   cache.clear();  // one size at a time keeps memory bounded
-  const size_t n_pad = kernels::onebit_padded_size(n, p), c = n_pad / static_cast<size_t>(p);
+  const size_t n_pad = clbo::onebit_padded_size(n, p), c = n_pad / static_cast<size_t>(p);
   std::vector<std::vector<uint8_t>> packed(static_cast<size_t>(p));
   std::vector<float> scales(static_cast<size_t>(p));
   {

@@ -4,14 +4,16 @@
 // benchmark cycles through several copies of its buffers whose total is at least 4× the
 // L2 cache (and at least two copies), so an iteration never finds its inputs in L2.
 //
-// Counters:
-//   bytes_per_elem   the minimum bytes one element must move (published.md: 20.125 for
-//                    compression with its norm pass, 12.125 for the sign pass alone, 4.125
-//                    for unpacking; the others are derived the same way in the comments)
-//   bytes_per_s      bytes_per_elem · elements / time
-//   elems_per_s      elements / time
-//   frac_of_copy_bw  bytes_per_s / the device-to-device copy bandwidth measured at the
-//                    start of this same run (2 × bytes / time of cudaMemcpy)
+// Counters, named as bench_kernels_cpu names them (so one reader serves both files):
+//   items_per_second    elements / time (Google Benchmark's, from SetItemsProcessed)
+//   bytes_per_second    min_bytes_per_elem · elements / time (SetBytesProcessed)
+//   min_bytes_per_elem  the minimum bytes one element must move
+//                       (docs/reference/published.md §5.5: 20.125 for compression with its
+//                       norm pass, 12.125 for the sign pass alone, 4.125 for unpacking; the
+//                       others are derived the same way in the comments)
+//   buffer_sets         how many copies of the buffers the iterations rotate through
+//   frac_of_copy_bw     bytes_per_second / the device-to-device copy bandwidth measured at
+//                       the start of this same run (2 × bytes / time of cudaMemcpy)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -36,7 +38,7 @@ double g_copy_bw = 0.0;  // bytes/s, measured in main()
 size_t g_l2_bytes = 0;
 
 constexpr int64_t kSmall = int64_t{1} << 24;    // 16 Mi elements: 64 MiB per fp32 array
-constexpr int64_t kLarge = int64_t{300} << 20;  // the 300·2^20 buffer of the issue
+constexpr int64_t kLarge = int64_t{300} << 20;  // about BERT-Large (336 M) and the reference-path size
 
 // How many buffer sets to rotate through so that consecutive iterations miss in L2.
 int rotation(size_t set_bytes) {
@@ -88,15 +90,13 @@ void timed_loop(benchmark::State& state, int sets, double elems, double bytes_pe
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  using benchmark::Counter;
-  state.counters["bytes_per_elem"] = bytes_per_elem;
-  state.counters["bytes_per_s"] =
-      Counter(bytes_per_elem * elems, Counter::kIsIterationInvariantRate, Counter::kIs1000);
-  state.counters["elems_per_s"] = Counter(elems, Counter::kIsIterationInvariantRate);
-  const double achieved =
-      total_s > 0 ? bytes_per_elem * elems * static_cast<double>(iters) / total_s : 0;
+  const double items = elems * static_cast<double>(iters);
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.SetBytesProcessed(static_cast<int64_t>(items * bytes_per_elem));
+  state.counters["min_bytes_per_elem"] = bytes_per_elem;
+  state.counters["buffer_sets"] = sets;
+  const double achieved = total_s > 0 ? bytes_per_elem * items / total_s : 0;
   state.counters["frac_of_copy_bw"] = g_copy_bw > 0 ? achieved / g_copy_bw : 0.0;
-  state.counters["rotated_sets"] = sets;
 }
 
 void BM_CopyD2D(benchmark::State& state) {
@@ -130,7 +130,7 @@ std::vector<std::unique_ptr<CompressSet>> compress_sets(size_t n) {
 }
 
 // Fused compression (norm pass + EF/sign/pack pass): read x and e (8 B), then read x and e,
-// write e and the bits (12.125 B): 20.125 B per element (published.md).
+// write e and the bits (12.125 B): 20.125 B per element (docs/reference/published.md).
 void BM_Compress(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   auto sets = compress_sets(n);
@@ -164,7 +164,7 @@ void BM_EfSumsq(benchmark::State& state) {
   });
 }
 
-// Unpack with scaling: read 1/8 B, write 4 B per element (published.md: 4.125).
+// Unpack with scaling: read 1/8 B, write 4 B per element (docs/reference/published.md: 4.125).
 void BM_Unpack(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   const int sets = rotation(4 * n + n / 8);

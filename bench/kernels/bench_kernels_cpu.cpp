@@ -349,7 +349,8 @@ std::vector<EfSet> ef_sets(size_t n, size_t sets) {
   return out;
 }
 
-// Pass 2 alone (published.md): read x (4) + read and write e (8) + write bits (1/8) = 12.125 B.
+// Pass 2 alone (docs/reference/published.md): read x (4) + read and write e (8) + write bits (1/8)
+// = 12.125 B.
 void BM_ef_sign_pack(benchmark::State& st) {
   const size_t n = static_cast<size_t>(st.range(0));
   g_pool.keep_only(n);
@@ -365,7 +366,8 @@ void BM_ef_sign_pack(benchmark::State& st) {
   report(st, n, 12.125, t.seconds(), rot);
 }
 
-// Worker compression as used: both passes. 8 + 12.125 = 20.125 B/element (published.md).
+// Worker compression as used: both passes. 8 + 12.125 = 20.125 B/element
+// (docs/reference/published.md).
 void BM_compress_fused(benchmark::State& st) {
   const size_t n = static_cast<size_t>(st.range(0));
   g_pool.keep_only(n);
@@ -383,7 +385,7 @@ void BM_compress_fused(benchmark::State& st) {
   report(st, n, 20.125, t.seconds(), rot);
 }
 
-// Read bits (1/8) + write fp32 (4) = 4.125 B/element (published.md).
+// Read bits (1/8) + write fp32 (4) = 4.125 B/element (docs/reference/published.md).
 void BM_unpack_scale(benchmark::State& st) {
   const size_t n = static_cast<size_t>(st.range(0));
   g_pool.keep_only(n);

@@ -1,4 +1,4 @@
-// The two-phase 1-bit compressed allreduce of algorithms.md §2.
+// The two-phase 1-bit compressed allreduce of docs/reference/algorithms.md §2.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -10,7 +10,7 @@
 namespace clbo {
 
 void OnebitState::reset(size_t n_, int p_) {
-  const size_t n_pad = kernels::onebit_padded_size(n_, p_);
+  const size_t n_pad = clbo::onebit_padded_size(n_, p_);
   worker_error.assign(n_pad, 0.0f);
   server_error.assign(n_pad / static_cast<size_t>(p_), 0.0f);
   n = n_;
@@ -24,7 +24,7 @@ void OnebitState::zero() {
 
 void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, size_t n) {
   const int p = comm.size(), r = comm.rank();
-  const size_t n_pad = kernels::onebit_padded_size(n, p);
+  const size_t n_pad = clbo::onebit_padded_size(n, p);
   const size_t c = n_pad / static_cast<size_t>(p);  // chunk elements, a multiple of 8
   const size_t piece = c / 8;                       // packed bytes of one chunk
   if (state.n != n || state.p != p || state.worker_error.size() != n_pad ||

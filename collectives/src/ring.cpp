@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "clbo/collectives/algorithms.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/half.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo {
 

@@ -218,14 +218,6 @@ CLBO_MULTIVERSION void unpack_bytes(const uint8_t* __restrict packed, size_t nby
 
 }  // namespace
 
-size_t onebit_padded_size(size_t n, int p) {
-  if (p < 1)
-    throw std::invalid_argument("onebit_padded_size: p must be >= 1, got " + std::to_string(p));
-  const size_t pp = static_cast<size_t>(p);
-  const size_t unit = pp * std::lcm(pp, size_t{8});
-  return (n + unit - 1) / unit * unit;
-}
-
 float rms_scale(double sumsq, size_t len) {
   if (len == 0) return 0.0f;
   return static_cast<float>(std::sqrt(sumsq / static_cast<double>(len)));

@@ -1,5 +1,5 @@
-// Scalar references for onebit.hpp: one element at a time, exactly as algorithms.md §1–§2
-// words it. The optimized kernels are tested against these.
+// Scalar references for onebit.hpp: one element at a time, exactly as docs/reference/algorithms.md
+// §1–§2 words it. The optimized kernels are tested against these.
 #include <cmath>
 
 #include "clbo/kernels/onebit.hpp"

@@ -61,7 +61,7 @@ void* Workspace::get(size_t bytes) {
 }
 
 void OnebitDeviceState::reset(size_t n_, int p_) {
-  const size_t n_pad = kernels::onebit_padded_size(n_, p_);
+  const size_t n_pad = clbo::onebit_padded_size(n_, p_);
   worker_error.resize(n_pad);
   server_error.resize(n_pad / static_cast<size_t>(p_));
   packed.resize(n_pad / 8);
@@ -75,7 +75,7 @@ void OnebitDeviceState::reset(size_t n_, int p_) {
 }
 
 bool OnebitDeviceState::sized_for(size_t n_, int p_) const {
-  return n == n_ && p == p_ && worker_error.size() == kernels::onebit_padded_size(n_, p_);
+  return n == n_ && p == p_ && worker_error.size() == clbo::onebit_padded_size(n_, p_);
 }
 
 }  // namespace clbo::cuda

@@ -1,5 +1,6 @@
-// Adam baseline (algorithms.md §7): dense gradient average every step, bias correction on by
-// default, AdamW-style decoupled weight decay (adam_w_mode) or L2 added to the gradient.
+// Adam baseline (docs/reference/algorithms.md §7): dense gradient average every step, bias
+// correction on by default, AdamW-style decoupled weight decay (adam_w_mode) or L2 added to the
+// gradient.
 #include "optimizers.hpp"
 
 namespace clbo::optim_detail {

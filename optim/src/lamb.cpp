@@ -1,5 +1,5 @@
-// LAMB baseline (algorithms.md §7): dense gradient average every step, bias correction on by
-// default, per-tensor trust ratio clamp(‖θ_L‖/‖u_L‖, min_coeff, max_coeff).
+// LAMB baseline (docs/reference/algorithms.md §7): dense gradient average every step, bias
+// correction on by default, per-tensor trust ratio clamp(‖θ_L‖/‖u_L‖, min_coeff, max_coeff).
 #include "optimizers.hpp"
 
 namespace clbo::optim_detail {

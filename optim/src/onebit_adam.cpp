@@ -1,4 +1,4 @@
-// 1-bit Adam (algorithms.md §3). No bias correction in either phase.
+// 1-bit Adam (docs/reference/algorithms.md §3). No bias correction in either phase.
 //   warmup (t ≤ freeze_step): dense gradient average; m, v and θ updated as Adam.
 //   compression: m = β1·m + (1−β1)·g_local; m = compressed_allreduce(m); [m *= mask];
 //                θ −= lr·(m/(√v+ε) + λθ) with v frozen at its warmup value.

@@ -54,7 +54,7 @@ void OnebitComm::load(state_io::Reader& r) {
     const std::string f = fmt::format("onebit[{}].", i);
     const size_t len = segments_[i].len;
     r.expect_equal(f + "n", r.u64(f + "n"), len);
-    const size_t padded = kernels::onebit_padded_size(len, p_);
+    const size_t padded = clbo::onebit_padded_size(len, p_);
     OnebitState s;
     s.n = len;
     s.p = p_;

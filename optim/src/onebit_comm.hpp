@@ -7,7 +7,7 @@
 
 #include "clbo/collectives/algorithms.hpp"
 #include "clbo/core/layout.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "state_io.hpp"
 
 namespace clbo::optim_detail {

@@ -1,8 +1,8 @@
-// 1-bit LAMB (algorithms.md §4), following DeepSpeed's onebit/lamb.py where the spec is
-// silent. Warmup is LAMB without bias correction on the averaged gradient, plus an EMA of
-// the per-tensor trust ratios (lamb_coeff_freeze). Compression communicates the fused,
-// per-tensor rescaled momentum with one 1-bit allreduce and rescales the frozen
-// coefficient by a factor estimated from a locally refreshed variance v_fresh.
+// 1-bit LAMB (docs/reference/algorithms.md §4), following DeepSpeed's onebit/lamb.py where the spec
+// is silent. Warmup is LAMB without bias correction on the averaged gradient, plus an EMA of the
+// per-tensor trust ratios (lamb_coeff_freeze). Compression communicates the fused, per-tensor
+// rescaled momentum with one 1-bit allreduce and rescales the frozen coefficient by a factor
+// estimated from a locally refreshed variance v_fresh.
 #include <algorithm>
 #include <cmath>
 
@@ -24,7 +24,7 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
         warmup_(onebit_warmup_steps(config_)),
         // With compat_keep_padding_tail the momentum buffer is DeepSpeed's fused buffer: n'
         // long, its tail [n, n') holding the previous compressed output.
-        m_(params_.compat_keep_padding_tail ? kernels::onebit_padded_size(n_, p) : n_, 0.0f),
+        m_(params_.compat_keep_padding_tail ? clbo::onebit_padded_size(n_, p) : n_, 0.0f),
         v_(n_, 0.0f),
         v_fresh_(n_, 0.0f),
         lamb_coeff_freeze_(layout_.num_tensors(), 0.0),
@@ -112,8 +112,8 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
     onebit_.allreduce(comm, m_.data());
     for_each_tensor([&](size_t, size_t i, float sc) { m_[i] = m_[i] / sc; });
 
-    // The factor of algorithms.md §4, through the one CPU contract the GPU kernel is tested
-    // against (clbo/kernels/lamb_factor.hpp).
+    // The factor of docs/reference/algorithms.md §4, through the one CPU contract the GPU kernel is
+    // tested against (clbo/kernels/lamb_factor.hpp).
     const size_t k = layout_.num_tensors();
     kernels::onebit_lamb_terms(theta, m_.data(), m_last_.data(), v_.data(), v_fresh_.data(),
                                u_.data(), layout_, {beta1_, beta2_, eps_, weight_decay_},

@@ -9,7 +9,7 @@
 
 #include "clbo/kernels/adam.hpp"
 #include "clbo/optim/optimizer.hpp"
-#include "clbo/optim/schedule.hpp"
+#include "clbo/schedule/schedule.hpp"
 #include "state_io.hpp"
 
 namespace clbo::optim_detail {
@@ -84,7 +84,7 @@ size_t first_nonfinite(const float* x, size_t n);
 // The layout position of element i, e.g. "tensor 'fc.weight' element 3", for messages.
 std::string describe_element(const ParamLayout& layout, size_t i);
 
-// LAMB's dense update on an averaged gradient (algorithms.md §4 warmup, §7 LAMB):
+// LAMB's dense update on an averaged gradient (docs/reference/algorithms.md §4 warmup, §7 LAMB):
 // u = m̂/(√v̂+ε) + λθ, trust_L = clamp(‖θ_L‖/‖u_L‖, min, max) (1 if a norm is 0),
 // θ_L −= lr·trust_L·u_L. `u` is n floats of workspace; returns the trust ratios.
 std::vector<float> lamb_dense_update(float* theta, float* m, float* v, const float* g, float* u,

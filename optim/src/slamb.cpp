@@ -1,5 +1,5 @@
-// SLAMB (algorithms.md §6), the authors' Slamb_V2: local m and v, a shared random mask
-// (Philox, §7b) plus every small tensor selects the momentum coordinates averaged this step
+// SLAMB (docs/reference/algorithms.md §6), the authors' Slamb_V2: local m and v, a shared random
+// mask (Philox, §7b) plus every small tensor selects the momentum coordinates averaged this step
 // (sparse allreduce), freshness r blends a large-batch trust ratio on fresh coordinates
 // with a small-batch one (lr/√p) on stale ones, and every local_steps steps the
 // parameters are averaged densely.

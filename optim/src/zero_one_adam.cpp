@@ -1,4 +1,4 @@
-// 0/1 Adam (algorithms.md §5), with DeepSpeed's onebit/zoadam.py for the counters.
+// 0/1 Adam (docs/reference/algorithms.md §5), with DeepSpeed's onebit/zoadam.py for the counters.
 //   phase 1 (t ≤ var_freeze_step): variance steps (clock % var_interval == 0) average the
 //     gradient densely and update m and v; other steps 1-bit-allreduce the gradient and
 //     update m only. var_interval doubles every var_update_scaler variance steps.

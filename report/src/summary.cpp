@@ -199,7 +199,6 @@ void kernel_tables(Document& doc, const ResultsStore& store) {
     for (const auto& b : *list) {
       if (!b.is_object() || b.value("run_type", "iteration") != "iteration") continue;
       const json* per_elem = number_at(b, {"min_bytes_per_elem"});
-      if (!per_elem) per_elem = number_at(b, {"bytes_per_elem"});
       const json* rate = number_at(b, {"bytes_per_second"});
       if (!rate) rate = number_at(b, {"bytes_per_s"});
       const json* frac = number_at(b, {"frac_of_copy_bw"});

@@ -179,7 +179,8 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
 
   const nlohmann::json host = sub_object(r, obj, "host_link", false);
   ConfigReader hr(host, file, at("host_link"));
-  c.host_Bps = bandwidth(hr, "bandwidth_GBps", 12.0) * kGB;  // PCIe Gen3 x16 (published.md)
+  c.host_Bps =
+      bandwidth(hr, "bandwidth_GBps", 12.0) * kGB;  // PCIe Gen3 x16 (docs/reference/published.md)
   c.host_latency_s = latency_us(hr, "latency_us", 1.0);
   hr.ignore("source");
   hr.finish();

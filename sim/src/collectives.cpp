@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/onebit_padding.hpp"
 #include "segments.hpp"
 
 namespace clbo::sim {
@@ -17,14 +18,14 @@ namespace {
 
 constexpr double kUs = 1e-6;
 
-// published.md, "NCCL's own cost model" (src/graph/tuning.cc), in µs.
+// docs/reference/published.md §5.3, "NCCL's own cost model" (src/graph/tuning.cc), in µs.
 // [ring=0 | tree=1][nvlink=0 | pcie=1 | network=2][LL, LL128, Simple]
 constexpr double kHopUs[2][3][3] = {
     {{0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}},
     {{0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}},
 };
-// Base latency per collective. published.md lists Ring LL/LL128/Simple and Tree LL; the
-// tree's LL128 and Simple bases are taken equal to the ring's (documented assumption).
+// Base latency per collective. docs/reference/published.md lists Ring LL/LL128/Simple and Tree LL;
+// the tree's LL128 and Simple bases are taken equal to the ring's (documented assumption).
 constexpr double kBaseUs[2][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
 
 int proto_index(Proto p) {
@@ -167,7 +168,7 @@ std::vector<Segment> nccl_allreduce(const CommCall& call, int idx, const Cluster
 
 std::vector<Segment> onebit_nccl(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                  const KernelModel& km, const ExpandOptions& o) {
-  const uint64_t n = onebit_padded(call.count, p);
+  const uint64_t n = onebit_padded_size(call.count, p);
   const uint64_t piece = n / static_cast<uint64_t>(p) / 8;
   std::vector<Segment> s;
   s.push_back(compute_segment("compress (worker error feedback + sign + scale)", idx,
@@ -183,7 +184,7 @@ std::vector<Segment> onebit_nccl(const CommCall& call, int idx, const ClusterSpe
 
 std::vector<Segment> onebit_mpi(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                 const KernelModel& km, const ExpandOptions& o) {
-  const uint64_t n = onebit_padded(call.count, p);
+  const uint64_t n = onebit_padded_size(call.count, p);
   const uint64_t piece = n / static_cast<uint64_t>(p) / 8;
   const int g = std::min(c.gpus_per_node, p);
   const double net = c.software_latency_s >= 0 ? c.software_latency_s : o.mpi_latency_s;
@@ -259,7 +260,7 @@ const char* to_string(Proto p) {
 }
 
 double proto_efficiency(Proto pr) {
-  // published.md: LL uses half the wire, LL128 93.75% of it.
+  // docs/reference/published.md: LL uses half the wire, LL128 93.75% of it.
   return pr == Proto::kLL ? 0.5 : pr == Proto::kLL128 ? 0.9375 : 1.0;
 }
 

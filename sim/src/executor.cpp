@@ -1,4 +1,5 @@
-// Programs executed as s4u actors with real transfers (simgrid-notes §3.4 and §8.3).
+// Programs executed as s4u actors with real transfers (docs/reference/simgrid-notes.md §3.4 and
+// §8.3).
 //
 // Lowering (per program, in the child): endpoints become hosts; in fast mode the
 // inter-node transfers of a round between the same two nodes become one flow between the

@@ -11,7 +11,7 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/sim/projection.hpp"
 
 namespace clbo::sim {

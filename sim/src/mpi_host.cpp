@@ -19,6 +19,7 @@
 #include <bit>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/onebit_padding.hpp"
 #include "clbo/sim/collectives.hpp"
 #include "segments.hpp"
 
@@ -85,7 +86,7 @@ std::vector<Segment> dense_allreduce(const CommCall& call, int idx, const Cluste
 
 std::vector<Segment> compressed(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                 const KernelModel& km, const ExpandOptions& o) {
-  const uint64_t n = onebit_padded(call.count, p);
+  const uint64_t n = onebit_padded_size(call.count, p);
   const uint64_t piece = n / static_cast<uint64_t>(p) / 8;
   std::vector<Segment> s;
   s.push_back(compute_segment("compress (worker error feedback + sign + scale)", idx,

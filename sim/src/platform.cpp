@@ -1,4 +1,4 @@
-// Cluster JSON → SimGrid zones (3.32 API; simgrid-notes §1.2 and §8.1).
+// Cluster JSON → SimGrid zones (3.32 API; docs/reference/simgrid-notes.md §1.2 and §8.1).
 //
 //  node zone (star)   GPU hosts, each with a split-duplex link to the node switch (NVSwitch
 //                     or PCIe switch); the node CPU with its PCIe link (host staging); an
@@ -183,7 +183,7 @@ void configure_network(sg4::Engine& e, const ClusterSpec& c) {
   e.set_config("network/model:" +
                (c.network_model.empty() ? std::string("CM02") : c.network_model));
   e.set_config(std::string("network/crosstraffic:") + (c.crosstraffic ? "1" : "0"));
-  // 0 removes the TCP window bound (checked on 3.32, simgrid-notes §2.3).
+  // 0 removes the TCP window bound (checked on 3.32, docs/reference/simgrid-notes.md §2.3).
   e.set_config("network/TCP-gamma:" + fmt::format("{}", c.tcp_gamma_bytes));
   if (c.network_model != "LV08") e.set_config("network/weight-S:0");
 }

@@ -23,7 +23,7 @@ struct Platform {
   bool is_agg(int endpoint) const { return endpoint >= p + nodes; }
 };
 
-// Sets the network model before any platform exists (simgrid-notes §8.2).
+// Sets the network model before any platform exists (docs/reference/simgrid-notes.md §8.2).
 void configure_network(simgrid::s4u::Engine& e, const ClusterSpec& c);
 
 // Builds the zones for p GPUs of `c` (or loads its XML and checks the mapping).

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "clbo/core/error.hpp"
-#include "clbo/optim/schedule.hpp"
+#include "clbo/schedule/schedule.hpp"
 
 namespace clbo::sim {
 

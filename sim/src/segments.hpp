@@ -1,8 +1,6 @@
 // Building blocks of the collectives' expansions, shared by collectives.cpp (NCCL, DeepSpeed)
 // and mpi_host.cpp (clbo's MPI backend on CPU ranks).
 #pragma once
-#include <cstdint>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -16,13 +14,6 @@ namespace clbo::sim {
 Segment make_segment(std::string label, int call, std::vector<Round> rounds, double hop_intra,
                      double hop_net, double base, double wire, const ExpandOptions& o,
                      int target = 0, bool pipeline = false);
-
-// The 1-bit scheme's padded length: a multiple of p · lcm(p, 8), so every rank's chunk packs
-// into whole bytes (algorithms.md §2).
-inline uint64_t onebit_padded(size_t n, int p) {
-  const uint64_t unit = static_cast<uint64_t>(p) * std::lcm(static_cast<uint64_t>(p), 8);
-  return (n + unit - 1) / unit * unit;
-}
 
 // A compute segment (a kernel every rank runs for `seconds`).
 Segment compute_segment(std::string label, int call, double seconds, bool compression);

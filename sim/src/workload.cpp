@@ -13,8 +13,9 @@ namespace clbo::sim {
 
 namespace {
 
-// Datasheet peaks: dense FP16 tensor-core TFLOPS and HBM bandwidth (published.md lists the
-// HBM figures; the TFLOPS are NVIDIA's V100/A100/H100/H200 datasheets, dense, no sparsity).
+// Datasheet peaks: dense FP16 tensor-core TFLOPS and HBM bandwidth (docs/reference/published.md
+// lists the HBM figures; the TFLOPS are NVIDIA's V100/A100/H100/H200 datasheets, dense, no
+// sparsity).
 const std::vector<std::pair<std::vector<std::string>, GpuInfo>>& gpu_table() {
   static const std::vector<std::pair<std::vector<std::string>, GpuInfo>> t = {
       {{"V100-SXM2", "V100"}, {"V100-SXM2", 125, 0.90}},

@@ -80,7 +80,7 @@ class ReplayCli : public CliTest {
   }
 };
 
-// Adam exactly as algorithms.md §7 states it, in double, from the mean gradient.
+// Adam exactly as docs/reference/algorithms.md §7 states it, in double, from the mean gradient.
 std::vector<double> adam_reference(const std::vector<float>& theta0,
                                    const std::vector<float>& grads, size_t T, size_t p, double lr) {
   const size_t n = theta0.size();

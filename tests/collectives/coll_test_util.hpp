@@ -16,7 +16,7 @@
 
 #include "clbo/collectives/counting.hpp"
 #include "clbo/collectives/local.hpp"
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo::test {
 

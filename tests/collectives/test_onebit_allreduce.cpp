@@ -1,5 +1,5 @@
-// The 1-bit two-phase compressed allreduce (algorithms.md §2): the worked example, bytes
-// against the plan and the closed form, bit-identical ranks, a central re-run of the same
+// The 1-bit two-phase compressed allreduce (docs/reference/algorithms.md §2): the worked example,
+// bytes against the plan and the closed form, bit-identical ranks, a central re-run of the same
 // kernels, an independent float64 model, and the error-feedback telescoping identity.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "clbo/collectives/algorithms.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/kernels/onebit.hpp"
+#include "clbo/plan/plan.hpp"
 #include "coll_test_util.hpp"
 
 namespace clbo {
@@ -27,7 +27,7 @@ struct CentralOnebit {
   Buffers worker_error, server_error;
 
   CentralOnebit(int p_, size_t n_) : p(p_), n(n_) {
-    n_pad = kernels::onebit_padded_size(n, p);
+    n_pad = clbo::onebit_padded_size(n, p);
     c = n_pad / static_cast<size_t>(p);
     worker_error.assign(static_cast<size_t>(p), std::vector<float>(n_pad, 0.f));
     server_error.assign(static_cast<size_t>(p), std::vector<float>(c, 0.f));
@@ -67,7 +67,7 @@ struct Float64Onebit {
   std::vector<double> server_error;  // all chunks concatenated
 
   Float64Onebit(int p_, size_t n_) : p(p_), n(n_) {
-    n_pad = kernels::onebit_padded_size(n, p);
+    n_pad = clbo::onebit_padded_size(n, p);
     c = n_pad / static_cast<size_t>(p);
     worker_error.assign(static_cast<size_t>(p), std::vector<double>(n_pad, 0.0));
     server_error.assign(n_pad, 0.0);
@@ -131,7 +131,7 @@ std::vector<Buffers> run_calls(int p, size_t n, int calls, std::vector<test::Tra
 TEST(CompressedAllreduce, WorkedExampleTwoRanksThirteenElements) {
   const int p = 2;
   const size_t n = 13;
-  EXPECT_EQ(kernels::onebit_padded_size(n, p), 16u);  // n' = ceil(13/16)·16
+  EXPECT_EQ(clbo::onebit_padded_size(n, p), 16u);  // n' = ceil(13/16)·16
   const size_t c = 16 / p;
   EXPECT_EQ(c, 8u);
   EXPECT_EQ(c / 8, 1u);                         // one packed byte per piece
@@ -180,7 +180,7 @@ TEST(CompressedAllreduce, BytesEqualPlanAndClosedFormAndRanksAreBitIdentical) {
       const auto outs = run_calls(p, n, 2, &traffic);
       const CommPlan plan = make_plan({CollKind::kCompressedAllreduce, n, DType::kF32, "m"}, p);
       test::expect_traffic_matches(plan, traffic);
-      const uint64_t n_pad = kernels::onebit_padded_size(n, p);
+      const uint64_t n_pad = clbo::onebit_padded_size(n, p);
       const uint64_t formula = n == 0 ? 0 : (p - 1) * n_pad / (4 * p) + 8 * (p - 1);
       EXPECT_EQ(onebit_bytes_per_rank(n, p), formula) << "p " << p << " n " << n;
       for (int r = 0; r < p; ++r) EXPECT_EQ(traffic[r].bytes_sent, formula);
@@ -208,7 +208,7 @@ TEST(CompressedAllreduce, SingleRankStillCompresses) {
   EXPECT_EQ(traffic[0].messages_sent, 0u);
   // One rank: the server re-compresses the worker's ±s_w, whose RMS is s_w, so the output is
   // ±s_w with the input's signs, and the server error is (up to rounding) zero.
-  const size_t n_pad = kernels::onebit_padded_size(21, 1);
+  const size_t n_pad = clbo::onebit_padded_size(21, 1);
   EXPECT_EQ(n_pad, 24u);
   double ss = 0;
   for (float v : x) ss += static_cast<double>(v) * v;
@@ -260,7 +260,7 @@ TEST(CompressedAllreduce, ErrorFeedbackTelescopesOverOneHundredCalls) {
   constexpr int kCalls = 100;
   for (int p : {1, 3, 5}) {
     const size_t n = 1001;
-    const size_t n_pad = kernels::onebit_padded_size(n, p);
+    const size_t n_pad = clbo::onebit_padded_size(n, p);
     ASSERT_GT(n_pad, n);  // there is a tail to check
     std::vector<std::vector<double>> sum_x(p, std::vector<double>(n_pad, 0.0));
     std::vector<std::vector<double>> sum_out(p, std::vector<double>(n_pad, 0.0));

@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/onebit.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo {
 namespace {
@@ -59,7 +59,7 @@ TEST(CommPlan, OnebitIsFourDirectPhasesMatchingTheClosedForm) {
       const CommPlan plan = make_plan({CollKind::kCompressedAllreduce, n, DType::kF32, "m"}, p);
       EXPECT_EQ(plan.num_rounds(), 4);
       EXPECT_EQ(plan.transfers.size(), static_cast<size_t>(4 * p * (p - 1)));
-      const uint64_t n_pad = kernels::onebit_padded_size(n, p);
+      const uint64_t n_pad = clbo::onebit_padded_size(n, p);
       for (const Transfer& t : plan.transfers) {
         EXPECT_NE(t.src, t.dst);
         EXPECT_EQ(t.bytes, t.round % 2 == 0 ? n_pad / p / 8 : 4u);

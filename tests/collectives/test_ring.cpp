@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "clbo/collectives/algorithms.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/half.hpp"
+#include "clbo/plan/plan.hpp"
 #include "coll_test_util.hpp"
 
 namespace clbo {

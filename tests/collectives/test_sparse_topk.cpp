@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "clbo/collectives/algorithms.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/philox.hpp"
 #include "clbo/kernels/mask.hpp"
+#include "clbo/plan/plan.hpp"
 #include "coll_test_util.hpp"
 
 namespace clbo {

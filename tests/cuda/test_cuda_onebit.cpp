@@ -24,7 +24,7 @@ TEST(CudaOnebit, EfSumsqMatchesReference) {
   Workspace ws;
   uint64_t seed = 100;
   for (auto [n, p] : kCases) {
-    const size_t n_pad = kernels::onebit_padded_size(n, p);
+    const size_t n_pad = clbo::onebit_padded_size(n, p);
     const auto x = random_floats(n, ++seed), e = random_floats(n_pad, ++seed, 0.1f);
     auto dx = to_device(x), de = to_device(e);
     auto dsum = poisoned<double>(1);
@@ -40,7 +40,7 @@ TEST(CudaOnebit, EfSignPackBitIdentical) {
   CLBO_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 200;
   for (auto [n, p] : kCases) {
-    const size_t n_pad = kernels::onebit_padded_size(n, p);
+    const size_t n_pad = clbo::onebit_padded_size(n, p);
     const auto x = random_floats(n, ++seed);
     auto e = random_floats(n_pad, ++seed, 0.1f);
     const float scale = 0.75f;
@@ -63,7 +63,7 @@ TEST(CudaOnebit, FusedCompressMatchesReference) {
   Workspace ws;
   uint64_t seed = 300;
   for (auto [n, p] : kCases) {
-    const size_t n_pad = kernels::onebit_padded_size(n, p);
+    const size_t n_pad = clbo::onebit_padded_size(n, p);
     std::vector<float> e(n_pad, 0.0f);
     auto de = to_device(e);
     for (int step = 0; step < 3; ++step) {

@@ -11,8 +11,8 @@
 #include "clbo/collectives/algorithms.hpp"
 #include "clbo/collectives/local.hpp"
 #include "clbo/collectives/nccl.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/kernels/mask.hpp"
+#include "clbo/plan/plan.hpp"
 #include "cuda_test_util.hpp"
 
 namespace clbo {
@@ -88,7 +88,7 @@ TEST(Nccl, CompressedAllreduceSingleProcessMultiGpuMatchesLocal) {
   const int g = cuda::device_count();
   if (g < 2) GTEST_SKIP() << "needs 2 or more GPUs, found " << g;
   // An odd p where possible: with even p, near-tied votes are decided by rounding
-  // (algorithms.md §2), though the same scales still give the same bits.
+  // (docs/reference/algorithms.md §2), though the same scales still give the same bits.
   expect_matches_local(g % 2 ? g : g - 1 > 1 ? g - 1 : g, 100003);
 }
 

@@ -12,8 +12,8 @@
 #include "bench_world.hpp"
 #include "clbo/collectives/algorithms.hpp"
 #include "clbo/collectives/local.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/plan/plan.hpp"
 #include "collective_bench.hpp"
 
 #ifdef CLBO_WITH_NCCL_BACKEND

@@ -17,10 +17,10 @@
 #include "clbo/collectives/algorithms.hpp"
 #include "clbo/collectives/local.hpp"
 #include "clbo/collectives/mpi.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/mask.hpp"
 #include "clbo/kernels/onebit.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo {
 namespace {
@@ -182,7 +182,8 @@ TEST_F(Mpi, RingAllreduceBitIdenticalToLocal) {
 // Both MPI flavours of the compressed allreduce (the generic algorithm over the MPI
 // Communicator and DeepSpeed's gather variant) against `local`, over several steps so the
 // error feedback carries: outputs bit-identical every step, identical on all ranks, bytes
-// equal to the plan, and the error-feedback invariant of algorithms.md §2 in float64.
+// equal to the plan, and the error-feedback invariant of docs/reference/algorithms.md §2 in
+// float64.
 TEST_F(Mpi, CompressedAllreduceBitIdenticalToLocalOverSteps) {
   const int T = 3;
   for (size_t n : {size_t{1}, size_t{1000}, size_t{65541}}) {

@@ -15,9 +15,9 @@
 
 #include "clbo/collectives/counting.hpp"
 #include "clbo/collectives/local.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/layout.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo::test {
 

@@ -1,5 +1,5 @@
-// Straightforward re-implementations of algorithms.md §3–§7, one rank each, written from
-// the spec with plain loops and no clbo kernels: dense averages are plain means of every
+// Straightforward re-implementations of docs/reference/algorithms.md §3–§7, one rank each, written
+// from the spec with plain loops and no clbo kernels: dense averages are plain means of every
 // rank's gradient (the reference knows them all), norms are plain double sums, and the
 // SLAMB mask is drawn from core's Philox directly. Compressed phases call the same
 // collectives as the optimizers (compressed_allreduce, sparse_allreduce_sum), as the tests

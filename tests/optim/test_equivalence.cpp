@@ -1,4 +1,4 @@
-// Bit-identities between optimizers that algorithms.md says must coincide: before
+// Bit-identities between optimizers that docs/reference/algorithms.md says must coincide: before
 // freeze_step, 1-bit Adam and 1-bit LAMB are Adam and LAMB without bias correction.
 #include "optim_test_util.hpp"
 

@@ -1,6 +1,6 @@
-// Every optimizer against the plain re-implementation of algorithms.md in reference.hpp, for
-// p = 1 and p = 3, through all of its phases. Uncompressed arithmetic is checked against
-// independent loops; compressed phases share only the collective call.
+// Every optimizer against the plain re-implementation of docs/reference/algorithms.md in
+// reference.hpp, for p = 1 and p = 3, through all of its phases. Uncompressed arithmetic is checked
+// against independent loops; compressed phases share only the collective call.
 #include <functional>
 
 #include "optim_test_util.hpp"

@@ -1,7 +1,7 @@
 // SLAMB specifics: ranks agree bit for bit after each parameter sync (and drift apart in
 // between), and the exact compacted count of the schedule is the mask's popcount.
 #include "clbo/core/philox.hpp"
-#include "clbo/optim/schedule.hpp"
+#include "clbo/schedule/schedule.hpp"
 #include "optim_test_util.hpp"
 
 namespace clbo::test {

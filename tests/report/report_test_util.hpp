@@ -103,7 +103,7 @@ inline json claim(const std::string& id, const json& metric, json paper_value = 
           {"kind", kind},
           {"unit", "x"},
           {"paper_value", paper_value},
-          {"source", "published.md:9"},
+          {"source", "docs/reference/published.md §1"},
           {"metric", metric}};
 }
 
@@ -111,7 +111,7 @@ inline json claim(const std::string& id, const json& metric, json paper_value = 
 inline json spec_with(const std::vector<json>& claims, const std::string& name = "demo-claims") {
   return {{"name", name},
           {"description", "synthetic claims for tests"},
-          {"source", "published.md:9"},
+          {"source", "docs/reference/published.md §1"},
           {"simulate", sim_block()},
           {"claims", claims}};
 }

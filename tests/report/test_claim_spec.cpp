@@ -169,7 +169,7 @@ TEST_F(ClaimSpecTest, SpecEnvelopeIsChecked) {
   s.erase("source");
   EXPECT_NE(spec_error(s).find("source"), std::string::npos);
   s.erase("simulate");  // a claims-only spec needs no simulation
-  s["source"] = "published.md:9";
+  s["source"] = "docs/reference/published.md §1";
   EXPECT_EQ(spec_error(s), "");
 }
 

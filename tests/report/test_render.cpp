@@ -95,11 +95,13 @@ TEST_F(PaperDocumentTest, TablesInSpecOrderWithOutOfBandAndNotComputedSections) 
   ASSERT_NE(second, std::string::npos) << md;
   EXPECT_LT(first, second);
   EXPECT_NE(md.find("| BERT-Large, 64 V100, 40 GbE | speedup over Adam | up to 3.3x | 3.20x | "
-                    "-3.0% | ✓ | simulated | published.md:9 |"),
+                    "-3.0% | ✓ | simulated | docs/reference/published.md §1 |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| 3.3x | 2.50x | -24.2% | ✗ | simulated |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| – | – | – | published | published.md:9 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| – | – | – | published | docs/reference/published.md §1 |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("- out (BERT-Large, 64 V100, 40 GbE; speedup over Adam): clbo 2.50x vs paper "
                     "3.3x, -24.2% against ±15%: unexplained"),
             std::string::npos)
@@ -123,8 +125,10 @@ TEST_F(PaperDocumentTest, TablesInSpecOrderWithOutOfBandAndNotComputedSections) 
                       "speedup over Adam,speedup,x,true,3.3,3.2,"),
             std::string::npos)
       << flat;
-  EXPECT_NE(flat.find(",no,0.15,simulated,published.md:9,,unexplained,paper/demo-claims\n"),
-            std::string::npos)
+  EXPECT_NE(
+      flat.find(
+          ",no,0.15,simulated,docs/reference/published.md §1,,unexplained,paper/demo-claims\n"),
+      std::string::npos)
       << flat;
   const ReportOutput tex = build_report({spec}, store, "tex");
   // Setting and quantity wrap; the numbers are right-aligned.

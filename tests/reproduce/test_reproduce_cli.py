@@ -90,8 +90,8 @@ class ReproduceCliTest(unittest.TestCase):
         self.assertIn("fidelty", r.stderr)  # the log tail names the bad field
         self.assertIn("experiments/sim/bad.json", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(out, "results")), files_under(out))
-        self.assertFalse(os.path.exists(os.path.join(out, "reports", "paper.md")))
-        self.assertTrue(os.path.exists(os.path.join(out, "reports", "logs", "reproduce.log")))
+        self.assertFalse(os.path.exists(os.path.join(out, "tables", "paper.md")))
+        self.assertTrue(os.path.exists(os.path.join(out, "logs", "reproduce.log")))
 
     def test_a_corrupt_claim_spec_is_refused_naming_it(self):
         root = self.small_root()
@@ -109,7 +109,7 @@ class ReproduceCliTest(unittest.TestCase):
         out = os.path.join(self.dir, "out")
         proc = subprocess.Popen([ARGS.clbo, "reproduce", "--root", root, "--out", out],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        logs = os.path.join(out, "reports", "logs")
+        logs = os.path.join(out, "logs")
         deadline = time.monotonic() + 60
         while not any("train" in f for f in (os.listdir(logs) if os.path.isdir(logs) else [])):
             self.assertLess(time.monotonic(), deadline, "the train step never started")
@@ -120,7 +120,7 @@ class ReproduceCliTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 130, err)
         self.assertIn("interrupted", err)
         self.assertFalse(os.path.exists(os.path.join(out, "results", "convergence", "smoke.json")))
-        self.assertFalse(os.path.exists(os.path.join(out, "reports", "paper.md")))
+        self.assertFalse(os.path.exists(os.path.join(out, "tables", "paper.md")))
         leftovers = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:

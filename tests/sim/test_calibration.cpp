@@ -1,5 +1,5 @@
 // Calibration: experiments/sim/table1-calibration.json reproduces every row of Table 1
-// (published.md) within ±15% for the allreduce and the step time, with the fitted
+// (docs/reference/published.md) within ±15% for the allreduce and the step time, with the fitted
 // parameters documented in docs/simulator.md.
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/sim/collectives.hpp"
 #include "clbo/sim/engine.hpp"
 #include "sim_test_util.hpp"

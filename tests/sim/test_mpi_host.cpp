@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/sim/collectives.hpp"
 #include "clbo/sim/engine.hpp"

@@ -1,4 +1,4 @@
-// The cluster expansions move exactly the bytes of clbo's CommPlans (collectives/plan.hpp):
+// The cluster expansions move exactly the bytes of clbo's CommPlans (plan/plan.hpp):
 // NCCL's ring allgather moves what the direct allgather moves, the 1-bit scheme matches
 // onebit_bytes_per_rank, tree and hierarchical allreduce match the ring's total. Merging
 // rounds keeps every byte and counts the merged steps.
@@ -6,7 +6,7 @@
 
 #include <numeric>
 
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/sim/collectives.hpp"
 #include "sim_test_util.hpp"
 
@@ -161,7 +161,7 @@ TEST(Plans, NcclSelectionFollowsItsCostModel) {
   EXPECT_EQ(nccl_choose_allreduce(many, 512, 1e9, o).proto, Proto::kSimple);
   EXPECT_EQ(nccl_choose_allreduce(many, 512, 64, o).proto, Proto::kLL);
   EXPECT_EQ(nccl_choose_allreduce(many, 512, 64 * 1024, o).algo, Algo::kTree);
-  // Latency tables of published.md.
+  // Latency tables of docs/reference/published.md.
   EXPECT_DOUBLE_EQ(nccl_hop_s(many, Algo::kRing, Proto::kSimple, true), 14e-6);
   EXPECT_DOUBLE_EQ(nccl_hop_s(many, Algo::kTree, Proto::kLL, true), 5e-6);
   EXPECT_DOUBLE_EQ(nccl_base_s(Algo::kRing, Proto::kLL128), 14e-6);

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "clbo/core/error.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/projection.hpp"
 #include "clbo/sim/workload.hpp"
@@ -39,7 +39,7 @@ TEST(Projection, HeadlineVolumeRatiosComeFromSimulatedBytes) {
   auto volume = [&](const std::string& l) {
     return run_of(results, l)["simulated"]["volume_reduction"].get<double>();
   };
-  // 1-bit Adam at w = 0.15: R = 1/(w + (1−w)/16) = 4.92 (published.md).
+  // 1-bit Adam at w = 0.15: R = 1/(w + (1−w)/16) = 4.92 (docs/reference/published.md).
   EXPECT_NEAR(volume("1-bit Adam"), 1 / (0.15 + 0.85 / 16), 0.01 * 4.92);
   // 1-bit LAMB at w = 0.165: about 4.6.
   EXPECT_NEAR(volume("1-bit LAMB"), 4.6, 0.02 * 4.6);

@@ -58,7 +58,8 @@ TEST(Workload, V100ProfilesReproduceTable1Compute) {
   const Workload w = resolve_workload("bert-large-seq128", "t", "w");
   const ComputeProfile ib = w.compute_for("V100-SXM2", "t", "gpu");
   const ComputeProfile eth = w.compute_for("V100-PCIe", "t", "gpu");
-  // published.md Table 1: IB batch-16 fwd 32.74-33.45 ms, bwd 56.49-59.99 ms; batch-1 25.36/23.25.
+  // docs/reference/published.md §3.1: IB batch-16 fwd 32.74-33.45 ms, bwd 56.49-59.99 ms;
+  // batch-1 25.36/23.25.
   EXPECT_NEAR(ib.fwd_s(16) * 1e3, 33.0, 0.6);
   EXPECT_NEAR(ib.bwd_s(16) * 1e3, 58.5, 2.0);
   EXPECT_NEAR(ib.fwd_s(1) * 1e3, 25.36, 1e-9);

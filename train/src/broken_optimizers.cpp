@@ -9,8 +9,8 @@
 #include "clbo/collectives/algorithms.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/adam.hpp"
-#include "clbo/optim/config.hpp"
-#include "clbo/optim/schedule.hpp"
+#include "clbo/schedule/config.hpp"
+#include "clbo/schedule/schedule.hpp"
 
 namespace clbo::train {
 

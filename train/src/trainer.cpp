@@ -8,11 +8,11 @@
 #include <map>
 #include <numeric>
 
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
-#include "clbo/optim/config.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/plan/plan.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/train/broken_optimizers.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/parallel.hpp"

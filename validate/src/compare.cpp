@@ -9,8 +9,8 @@
 
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/mask.hpp"
-#include "clbo/optim/config.hpp"
-#include "clbo/optim/schedule.hpp"
+#include "clbo/schedule/config.hpp"
+#include "clbo/schedule/schedule.hpp"
 #include "clbo/sim/collectives.hpp"
 #include "clbo/sim/engine.hpp"
 #include "clbo/sim/projection.hpp"

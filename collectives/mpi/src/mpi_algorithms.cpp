@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "clbo/collectives/mpi.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/collectives/timing.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/onebit.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo {
 
@@ -32,7 +32,7 @@ void mpi_compressed_allreduce_gather(MpiCommunicator& comm, OnebitState& state, 
   if (comm.options().check_headers)
     comm.agree(CallHeader::make("compressed_allreduce_gather", n, sizeof(float)));
   const int p = comm.size(), r = comm.rank();
-  const size_t n_pad = kernels::onebit_padded_size(n, p);
+  const size_t n_pad = clbo::onebit_padded_size(n, p);
   const size_t c = n_pad / static_cast<size_t>(p);
   const size_t piece = c / 8;
   if (state.n != n || state.p != p || state.worker_error.size() != n_pad ||

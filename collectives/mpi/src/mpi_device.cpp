@@ -33,7 +33,7 @@ void mpi_compressed_allreduce_gather_device(MpiCommunicator& comm, cuda::OnebitD
   if (comm.options().check_headers)
     comm.agree(CallHeader::make("compressed_allreduce_gather", n, sizeof(float)));
   const int p = comm.size(), r = comm.rank();
-  const size_t n_pad = kernels::onebit_padded_size(n, p);
+  const size_t n_pad = clbo::onebit_padded_size(n, p);
   const size_t c = n_pad / static_cast<size_t>(p), piece = c / 8;
   if (!st.sized_for(n, p)) st.reset(n, p);
   if (n == 0) return;

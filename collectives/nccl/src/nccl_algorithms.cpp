@@ -13,7 +13,7 @@ void nccl_compressed_allreduce(NcclCommunicator& comm, DeviceOnebitState& st, fl
                                size_t n) {
   const int p = comm.size(), r = comm.rank();
   if (comm.options().check_headers) comm.agree("compressed_allreduce", n, sizeof(float));
-  const size_t n_pad = kernels::onebit_padded_size(n, p);
+  const size_t n_pad = clbo::onebit_padded_size(n, p);
   const size_t c = n_pad / static_cast<size_t>(p), piece = c / 8;
   if (!st.sized_for(n, p)) st.reset(n, p);
   if (n == 0) return;

@@ -12,9 +12,9 @@
 
 #include "clbo/collectives/call_header.hpp"
 #include "clbo/collectives/nccl.hpp"
-#include "clbo/collectives/plan.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo {
 

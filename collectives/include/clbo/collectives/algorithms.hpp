@@ -35,9 +35,9 @@ struct OnebitState {
   void zero();                  // zeroes both buffers, keeping sizes
 };
 
-// The two-phase 1-bit compressed allreduce of algorithms.md §2, in place on buf[0..n).
-// Resizes `state` on first use (or when n or p changed). Output: the same n floats on every
-// rank, bit-identical. At p = 1 it still compresses (worker then server step).
+// The two-phase 1-bit compressed allreduce of docs/reference/algorithms.md §2, in place on
+// buf[0..n). Resizes `state` on first use (or when n or p changed). Output: the same n floats on
+// every rank, bit-identical. At p = 1 it still compresses (worker then server step).
 void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, size_t n);
 
 // Step 5 of §2, shared by every backend's compressed allreduce: out[j·c + i] =

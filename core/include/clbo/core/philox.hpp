@@ -1,6 +1,6 @@
 // Philox4x32-10 (Salmon et al., SC'11; the Random123 generator), the counter-based RNG
-// behind clbo's shared random masks (algorithms.md §7b). Header-only and usable from CUDA,
-// so the CPU, the GPU and a NumPy reference draw identical streams.
+// behind clbo's shared random masks (docs/reference/algorithms.md §7b). Header-only and usable from
+// CUDA, so the CPU, the GPU and a NumPy reference draw identical streams.
 #pragma once
 #include <cstdint>
 

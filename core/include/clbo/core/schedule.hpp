@@ -1,6 +1,6 @@
 // CommSchedule: what an optimizer communicates at one step, as a list of collective calls.
 // The same description drives the real backends (which must send exactly these bytes, see
-// collectives/plan.hpp) and the simulator (which expands each call for a cluster layout).
+// plan/plan.hpp) and the simulator (which expands each call for a cluster layout).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +11,8 @@ namespace clbo {
 
 enum class CollKind {
   kAllreduce,            // dense ring allreduce of `count` elements
-  kCompressedAllreduce,  // 1-bit two-phase scheme (algorithms.md §2) over `count` elements
+  kCompressedAllreduce,  // 1-bit two-phase scheme (docs/reference/algorithms.md §2) over `count`
+                         // elements
   kSparseAllreduce,      // ring allreduce of a compacted buffer of `count` elements
   kTopkAllgather,        // allgather of `count` (index, value) pairs from each rank
   kAlltoall,

@@ -1,4 +1,4 @@
-// Fused Adam/LAMB update math on flat fp32 buffers (algorithms.md §3, §4, §7).
+// Fused Adam/LAMB update math on flat fp32 buffers (docs/reference/algorithms.md §3, §4, §7).
 //
 // All arithmetic is fp32 in the order written below, with no fused multiply-add
 // contraction, so the reference and the optimized versions agree bit for bit, and an

@@ -1,6 +1,6 @@
-// 1-bit LAMB's per-tensor scaling factor in the compression phase (algorithms.md §4). This is
-// the one CPU contract: the optimizer (optim/src/onebit_lamb.cpp) calls it, and the fused GPU
-// kernel (clbo/cuda/optim.hpp, cuda::onebit_lamb_terms) is tested against it.
+// 1-bit LAMB's per-tensor scaling factor in the compression phase (docs/reference/algorithms.md
+// §4). This is the one CPU contract: the optimizer (optim/src/onebit_lamb.cpp) calls it, and the
+// fused GPU kernel (clbo/cuda/optim.hpp, cuda::onebit_lamb_terms) is tested against it.
 //
 // The computation has two halves:
 //

@@ -1,4 +1,4 @@
-// The shared random mask (algorithms.md §7b) and mask-driven compaction.
+// The shared random mask (docs/reference/algorithms.md §7b) and mask-driven compaction.
 //
 // Element i (a global index into the flat buffer) is kept at step t when word (i mod 4) of
 // Philox4x32-10(counter = {lo32(i/4), hi32(i/4), t, 0}, key = {lo32(seed), hi32(seed)})

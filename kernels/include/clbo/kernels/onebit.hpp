@@ -1,4 +1,4 @@
-// 1-bit sign compression with error feedback (algorithms.md §1–§2).
+// 1-bit sign compression with error feedback (docs/reference/algorithms.md §1–§2).
 //
 // Bit order, the one place it is defined for all of clbo: element 8k+j of a buffer is bit
 // (7−j) of byte k — the first element sits in the most significant bit, as NumPy/CuPy
@@ -14,11 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace clbo::kernels {
+#include "clbo/core/onebit_padding.hpp"  // onebit_padded_size: the padded length n'
 
-// DeepSpeed's padding: n' = ceil(n / (p·lcm(p,8))) · p·lcm(p,8). Always a multiple of 8p,
-// and 0 only for n = 0. Throws std::invalid_argument when p < 1.
-size_t onebit_padded_size(size_t n, int p);
+namespace clbo::kernels {
 
 // RMS scale of a padded buffer from its sum of squares: (float)sqrt(sumsq / L); 0 when L = 0.
 float rms_scale(double sumsq, size_t len);

@@ -1,4 +1,4 @@
-// Top-k selection for the top-k allgather compressor (algorithms.md §7).
+// Top-k selection for the top-k allgather compressor (docs/reference/algorithms.md §7).
 #pragma once
 #include <cstddef>
 #include <cstdint>

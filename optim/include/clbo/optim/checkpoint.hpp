@@ -1,7 +1,7 @@
 // Checkpoints of a whole data-parallel optimizer: every rank's full state (moments, 1-bit
 // error buffers, counters, frozen coefficients, freshness, lr) in one versioned
 // little-endian file, so resuming is bit-identical to never having stopped
-// (algorithms.md §8). DeepSpeed instead resets the error buffers on load.
+// (docs/reference/algorithms.md §8). DeepSpeed instead resets the error buffers on load.
 //
 // File layout (docs/optimizers.md, "Checkpoints"):
 //   "CLBOCKPT" | u32 version | u32 world size p | p × (u64 byte length | rank state)

@@ -14,7 +14,7 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/layout.hpp"
 #include "clbo/core/schedule.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 
 namespace clbo {
 

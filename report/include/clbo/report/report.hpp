@@ -16,7 +16,7 @@ struct ReportOptions {
   std::string results_dir = "results";
   std::string specs_dir;  // empty: default_specs_dir()
   std::string format = "md";
-  std::string out_dir = "reports";
+  std::string out_dir = "tables";
 };
 
 // ./experiments/paper when it exists, else the source tree's (CLBO_SOURCE_DIR).

@@ -43,7 +43,7 @@ struct ClusterSpec {
   // achievable fraction; IB: the RDMA efficiency). Applied to the gateway link capacity.
   double efficiency = 1.0;
   // Per-message software latency on inter-node hops. Negative: NCCL's own per-hop network
-  // latency for the chosen protocol (published.md). TCP clusters usually state it.
+  // latency for the chosen protocol (docs/reference/published.md). TCP clusters usually state it.
   double software_latency_s = -1;
   bool crosstraffic = false;   // SimGrid's 5% reverse (ACK) traffic; on for TCP by default
   std::string network_model;   // "CM02" (default) or "LV08" (SimGrid's TCP-fitted factors)

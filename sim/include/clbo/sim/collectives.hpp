@@ -61,7 +61,7 @@ const char* to_string(Backend b);
 const char* to_string(Algo a);
 const char* to_string(Proto p);
 
-// NCCL's cost model (published.md "NCCL's own cost model"): predicted time of an
+// NCCL's cost model (docs/reference/published.md "NCCL's own cost model"): predicted time of an
 // allreduce of `bytes` on p ranks with the given algorithm and protocol.
 double nccl_predict_allreduce(const ClusterSpec& c, int p, double bytes, Algo a, Proto pr);
 struct NcclChoice {

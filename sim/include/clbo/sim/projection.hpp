@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "clbo/core/schedule.hpp"
-#include "clbo/optim/config.hpp"
+#include "clbo/schedule/config.hpp"
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/collectives.hpp"
 #include "clbo/sim/engine.hpp"

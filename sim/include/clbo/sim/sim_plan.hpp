@@ -11,13 +11,14 @@
 // round every transfer is independent. Each endpoint starts round r+1 once its own sends
 // and receives of round r are done, which is the dependency of ring, tree and pairwise
 // algorithms. A transfer with steps = k stands for k consecutive algorithm steps merged
-// into one message (simgrid-notes §3.4): the executor re-adds the k−1 latencies it drops.
+// into one message (docs/reference/simgrid-notes.md §3.4): the executor re-adds the k−1 latencies
+// it drops.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "clbo/collectives/plan.hpp"
+#include "clbo/plan/plan.hpp"
 
 namespace clbo::sim {
 

@@ -5,8 +5,8 @@
 // Compute model (docs/simulator.md, "Compute"): forward and backward time of one
 // micro-batch of m samples is max(floor, per_sample × m): a launch/latency floor at small
 // m, compute-bound above it. Profiles measured on a GPU come from the workload JSON
-// (V100 values are fitted to Table 1 of published.md); another GPU gets the profile of the
-// workload's reference GPU scaled by the documented rule in scale_profile().
+// (V100 values are fitted to Table 1 of docs/reference/published.md); another GPU gets the profile
+// of the workload's reference GPU scaled by the documented rule in scale_profile().
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -75,11 +75,12 @@ ParamLayout swin_layout(int embed_dim, const std::vector<int>& depths,
                         const std::vector<int>& heads, int window, int patch, int in_chans,
                         int num_classes);
 
-// Compression-kernel roofline (published.md "Minimum bytes per element"): seconds for the
-// compressed allreduce's kernels on one GPU, at `efficiency` of datasheet HBM bandwidth.
+// Compression-kernel roofline (docs/reference/published.md "Minimum bytes per element"): seconds
+// for the compressed allreduce's kernels on one GPU, at `efficiency` of datasheet HBM bandwidth.
 struct KernelModel {
   double hbm_Bps = 0;
-  double efficiency = 0.85;         // streaming kernels reach 85–93% of datasheet (published.md)
+  double efficiency =
+      0.85;  // streaming kernels reach 85–93% of datasheet (docs/reference/published.md)
   double compress_Bpe = 20.125;     // error feedback + sign + RMS scale, bytes per element
   double unpack_Bpe = 4.125;        // bits → scaled fp32
   double compact_Bpe = 4.125;       // SLAMB: mask draw + read m, per element of the buffer

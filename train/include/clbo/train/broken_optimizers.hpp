@@ -1,6 +1,6 @@
 // Two deliberately broken variants of 1-bit Adam, kept in the convergence harness to
 // reproduce the papers' negative result (they are not offered as optimizers elsewhere).
-// Both run 1-bit Adam's dense warmup (no bias correction, algorithms.md §3) for
+// Both run 1-bit Adam's dense warmup (no bias correction, docs/reference/algorithms.md §3) for
 // freeze_step steps and then communicate through the real compressed allreduce:
 //
 //  "OneBitAdamNoErrorFeedback": 1-bit Adam's compression phase (frozen v, local momentum

@@ -102,7 +102,7 @@ bool mpi_library_cuda_support();
 std::string mpi_library_version();
 
 // DeepSpeed's MPI compressed allreduce (deepspeed/runtime/comm/mpi.py): the arithmetic of
-// compressed_allreduce (algorithms.md §2) with the all-to-all done as p non-blocking
+// compressed_allreduce (docs/reference/algorithms.md §2) with the all-to-all done as p non-blocking
 // gathers (MPI_Igather of piece j and of the worker scale to root j, for every j), then
 // MPI_Allgather of the server signs and of the server scales. Bit-identical to
 // compressed_allreduce on any backend and sends the same bytes. Agrees on n first (unless

@@ -122,8 +122,8 @@ void run_nccl_single_process(const std::vector<int>& devices,
 // Error buffers of the compressed allreduce on the GPU, plus its scratch.
 using DeviceOnebitState = cuda::OnebitDeviceState;
 
-// The two-phase compressed allreduce of algorithms.md §2 on a device buffer, end to end on
-// the GPU (compress, grouped all-to-all of the sign pieces, allgather of scales, fused
+// The two-phase compressed allreduce of docs/reference/algorithms.md §2 on a device buffer, end to
+// end on the GPU (compress, grouped all-to-all of the sign pieces, allgather of scales, fused
 // server step, allgather of server signs and scales, fused unpack), asynchronous on
 // comm.stream() with no host staging. Same result as compressed_allreduce on the CPU
 // backends for the same inputs (bit-identical whenever the device scales equal the

@@ -30,8 +30,8 @@ void ef_sumsq(const float* x, size_t n, const float* err, size_t n_pad, double* 
 void ef_sign_pack(const float* x, size_t n, float* err, size_t n_pad, float scale, uint8_t* packed,
                   cudaStream_t stream = nullptr);
 
-// The fused worker compression of algorithms.md §1 in two kernels: one block-reduced norm
-// pass, then one pass for error feedback, sign and ballot pack that derives the scale
+// The fused worker compression of docs/reference/algorithms.md §1 in two kernels: one block-reduced
+// norm pass, then one pass for error feedback, sign and ballot pack that derives the scale
 // rms_scale(Σ, n_pad) on the device itself. Writes the scale to *d_scale (device).
 void onebit_compress(const float* x, size_t n, float* err, size_t n_pad, uint8_t* packed,
                      float* d_scale, Workspace& ws, cudaStream_t stream = nullptr);

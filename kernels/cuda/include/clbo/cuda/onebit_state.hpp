@@ -1,5 +1,5 @@
-// One rank's device buffers for the two-phase compressed allreduce (algorithms.md §2): the
-// error buffers that persist from call to call, and per-call scratch. Shared by the NCCL
+// One rank's device buffers for the two-phase compressed allreduce (docs/reference/algorithms.md
+// §2): the error buffers that persist from call to call, and per-call scratch. Shared by the NCCL
 // backend and the MPI backend's device path.
 #pragma once
 #include <cstddef>
