@@ -33,10 +33,13 @@ double mpi_hop_s(const ClusterSpec& c, const ExpandOptions& o) {
   return c.software_latency_s >= 0 ? c.software_latency_s : o.mpi_latency_s;
 }
 
+// All-pair rounds carry their bytes at the measured efficiency of concurrent TCP flows
+// (ExpandOptions::mpi_all_pairs_efficiency), as extra wire bytes.
 Segment mpi_segment(const std::string& label, int idx, std::vector<Round> rounds,
                     const ClusterSpec& c, const ExpandOptions& o, bool all_pairs) {
   const double hop = mpi_hop_s(c, o);
-  Segment s = make_segment("MPI " + label, idx, std::move(rounds), hop, hop, 0, 1.0, o);
+  const double wire = all_pairs ? 1.0 / o.mpi_all_pairs_efficiency : 1.0;
+  Segment s = make_segment("MPI " + label, idx, std::move(rounds), hop, hop, 0, wire, o);
   s.alltoall = all_pairs;
   return s;
 }
@@ -141,6 +144,9 @@ std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes) {
 
 std::vector<Segment> mpi_host_expand_call(const CommCall& call, int idx, const ClusterSpec& c,
                                           int p, const KernelModel& km, const ExpandOptions& o) {
+  if (!(o.mpi_all_pairs_efficiency > 0 && o.mpi_all_pairs_efficiency <= 1))
+    throw InputError("simulate", "mpi_all_pairs_efficiency",
+                     fmt::format("{}", o.mpi_all_pairs_efficiency), "must be in (0, 1]");
   std::vector<Segment> out;
   switch (call.kind) {
     case CollKind::kSparseAllreduce: {

@@ -7,8 +7,8 @@
 #include <set>
 #include <tuple>
 
-#include "clbo/plan/plan.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/plan/plan.hpp"
 #include "clbo/sim/collectives.hpp"
 #include "clbo/sim/engine.hpp"
 #include "sim_test_util.hpp"
@@ -158,4 +158,20 @@ TEST(MpiHost, SimulatedTimesFollowTheRoundsBottlenecks) {
       c, 8,
       {calls_program({{CollKind::kAllgather, 2 << 20, DType::kF32, "x"}}, c, 8, kernels(), lin)});
   EXPECT_NEAR(test::rel(ag[0].time_s, 7 * 8.0 * (1 << 20) / B), 0, 0.02);
+  // At a measured all-pairs efficiency of 0.8 it takes 1/0.8 as long; a ring does not change.
+  lin.mpi_all_pairs_efficiency = 0.8;
+  const auto slow = simulate_programs(
+      c, 8,
+      {calls_program({{CollKind::kAllgather, 2 << 20, DType::kF32, "x"}}, c, 8, kernels(), lin)});
+  EXPECT_NEAR(test::rel(slow[0].time_s, ag[0].time_s / 0.8), 0, 0.01);
+  ExpandOptions ring = host(Algo::kRing);
+  ring.exact = false;
+  ring.mpi_all_pairs_efficiency = 0.8;
+  const auto rs =
+      mpi_host_expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, 8, kernels(), ring);
+  EXPECT_EQ(rs.front().wire_factor, 1.0);
+  lin.mpi_all_pairs_efficiency = 0;
+  EXPECT_THROW(
+      mpi_host_expand_call({CollKind::kAllgather, 100, DType::kF32, "x"}, 0, c, 8, kernels(), lin),
+      InputError);
 }

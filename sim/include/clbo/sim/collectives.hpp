@@ -55,6 +55,12 @@ struct ExpandOptions {
   // (mpi_compressed_allreduce_gather: p gathers, then one allgather) instead of clbo's
   // compressed_allreduce (all-to-all, then allgathers).
   bool mpi_gather = false;
+  // kMpiHost: the fraction of the fluid (max-min fair) rate that concurrent TCP flows reach
+  // in rounds where every pair exchanges at once (linear allgather and all-to-all, the
+  // compressed allreduce's exchanges). TCP's flows start up and progress unequally, so some
+  // links idle before the last flow ends; clbo validate measures it with TCP's own
+  // all-to-all on the cluster (1: the fluid model).
+  double mpi_all_pairs_efficiency = 1.0;
 };
 
 const char* to_string(Backend b);
