@@ -295,7 +295,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention);
     const nlohmann::json preset = cluster_preset(c, links);
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
-    auto mine = compare_cluster(spec, m, cs, km, contention, calibration.get());
+    const double all_pairs = all_pairs_efficiency(c, links);
+    auto mine = compare_cluster(spec, m, cs, km, contention, all_pairs, calibration.get());
     const auto& jobs = record["jobs"];
     for (auto& k : mine) {
       k["load_average_1min"] = record["loadavg_after"][0];
@@ -313,6 +314,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                           {"same_host", pp_host.is_null() ? nlohmann::json() : pp_host["rows"]}}},
                         {"preset", preset},
                         {"cpu_contention", contention},
+                        {"all_pairs_efficiency", all_pairs},
                         {"kernel_model", km.to_json()}});
   }
   const nlohmann::json summary = summarize(cases);

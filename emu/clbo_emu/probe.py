@@ -3,13 +3,18 @@
     probe.py serve PORT                      answers ping-pongs and sinks bulk transfers
     probe.py pingpong IP PORT [--size B] [--count N]
     probe.py bulk IP PORT [--seconds S]
+    probe.py alltoall INDEX PORT BYTES START IP,IP,...   (on every host at once)
 
 pingpong prints {"size_bytes", "count", "half_rtt_us": {median, min, p90}}: the one-way
 time of a small message through both TCP stacks, the veths and the bridge(s).
 bulk streams for S seconds; the server timestamps what arrives and answers with the
 received bytes and the rate over the last two thirds of the transfer (TCP's start-up
 excluded); the client prints {"bytes", "seconds", "rate_Mbps", "steady_rate_Mbps"}.
-Only the address given on the command line is ever contacted.
+alltoall is TCP's own all-to-all: every host sends BYTES to every other host over one
+connection each, all starting at the wall-clock time START; it prints {"seconds"} until this
+host has sent and received everything. It measures how well concurrent TCP flows share the
+links (the fluid ideal is (n - 1) BYTES at the rate). Only the addresses given on the
+command line are ever contacted.
 """
 
 import argparse
@@ -116,6 +121,46 @@ def bulk(ip, port, seconds):
             "steady_rate_Mbps": reply["steady_rate_Mbps"]}
 
 
+def alltoall(index, port, nbytes, start_at, ips):
+    n = len(ips)
+    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("0.0.0.0", port))
+    lst.listen(n)
+    incoming = []
+    acceptor = threading.Thread(target=lambda: incoming.extend(lst.accept()[0]
+                                                               for _ in range(n - 1)))
+    acceptor.start()
+    outgoing = [_connect(ips[j], port) for j in range(n) if j != index]
+    acceptor.join()
+    for s in outgoing + incoming:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    data = b"\0" * nbytes
+
+    def drain(s):
+        got = 0
+        while got < nbytes:
+            part = s.recv(min(CHUNK * 16, nbytes - got))
+            if not part:
+                raise ConnectionError("peer closed")
+            got += len(part)
+
+    while time.time() < start_at:
+        time.sleep(0.0005)
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=s.sendall, args=(data,)) for s in outgoing]
+    threads += [threading.Thread(target=drain, args=(s,)) for s in incoming]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - t0
+    for s in outgoing + incoming:
+        s.close()
+    lst.close()
+    return {"seconds": seconds, "bytes_per_pair": nbytes, "hosts": n}
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -130,11 +175,19 @@ def main(argv):
     bk.add_argument("ip")
     bk.add_argument("port", type=int)
     bk.add_argument("--seconds", type=float, default=3.0)
+    aa = sub.add_parser("alltoall")
+    aa.add_argument("index", type=int)
+    aa.add_argument("port", type=int)
+    aa.add_argument("bytes", type=int)
+    aa.add_argument("start", type=float)
+    aa.add_argument("ips")
     a = ap.parse_args(argv)
     if a.mode == "serve":
         serve(a.port)
     elif a.mode == "pingpong":
         print(json.dumps(pingpong(a.ip, a.port, a.size, a.count)))
+    elif a.mode == "alltoall":
+        print(json.dumps(alltoall(a.index, a.port, a.bytes, a.start, a.ips.split(","))))
     else:
         print(json.dumps(bulk(a.ip, a.port, a.seconds)))
 

@@ -145,6 +145,19 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
             handles = [client(i, ["bulk", ip(k + i), str(PROBE_PORT), "--seconds", str(secs)])
                        for i in range(k)]
             out["bulk_across_uplink"] = [result(hd, secs + 60) for hd in handles]
+        # TCP's own all-to-all, three times: how concurrent flows share the links over a
+        # burst about as long as a large collective (each host sends half a second's worth
+        # at the rate), with the flows' start-up and their unequal progress.
+        per_pair = int(cfg["link_Mbps"] * 1e6 / 8 * 0.5 / (n - 1)) // 65536 * 65536
+        ips = ",".join(ip(i) for i in range(n))
+        out["tcp_alltoall"] = []
+        for rep in range(3):
+            start = time.time() + 2.0
+            handles = [client(i, ["alltoall", str(i), str(PROBE_PORT + 1 + rep), str(per_pair),
+                                  "%.3f" % start, ips]) for i in range(n)]
+            res = [result(hd, 120) for hd in handles]
+            out["tcp_alltoall"].append({"bytes_per_pair": per_pair, "hosts": n,
+                                        "seconds": max(r["seconds"] for r in res)})
         if cfg.get("ranks_per_host", 1) > 1:
             # Ranks of one host talk over its loopback (TCP, unshaped).
             out["bulk_loopback"] = result(client(0, ["bulk", "127.0.0.1", str(PROBE_PORT),

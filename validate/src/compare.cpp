@@ -94,7 +94,7 @@ double kind_mean(const nlohmann::json& rows, const std::vector<size_t>& steps, s
 }
 
 void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
-              const sim::KernelModel& km, std::vector<nlohmann::json>& out) {
+              const sim::KernelModel& km, double all_pairs, std::vector<nlohmann::json>& out) {
   const ClusterConfig& c = *m.config;
   const int p = c.ranks();
   const sim::ClusterSpec bare_preset = without_latency(preset);
@@ -107,6 +107,7 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
       const uint64_t size = row["size_bytes"].get<uint64_t>();
       sim::ExpandOptions o;
       o.backend = sim::Backend::kMpiHost;
+      o.mpi_all_pairs_efficiency = all_pairs;
       const CommCall call = call_of(op, size, p, o, algo);
       progs.push_back(sim::calls_program({call}, preset, p, km, o));
       // Software latencies are part of the expanded program: expand again without them.
@@ -136,7 +137,7 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
 
 void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
                 const sim::ClusterSpec& preset, const sim::KernelModel& km, double contention,
-                const Calibration& cal, std::vector<nlohmann::json>& out) {
+                double all_pairs, const Calibration& cal, std::vector<nlohmann::json>& out) {
   const ClusterConfig& c = *m.config;
   const int p = c.ranks();
   const std::string where = "steps of " + c.id;
@@ -154,6 +155,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   setup.grad_dtype = DType::kF32;  // clbo's optimizers allreduce fp32 gradients
   setup.expand.backend = sim::Backend::kMpiHost;
   setup.expand.allreduce = sim::Algo::kRing;  // ring_allreduce_mean
+  setup.expand.mpi_all_pairs_efficiency = all_pairs;
   setup.compute.gpu = "CPU";
   // The gradient is one pass: charge it as forward, none as backward.
   setup.compute.fwd_per_sample_s =
@@ -309,10 +311,10 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file) {
 std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
                                             const sim::ClusterSpec& preset,
                                             const sim::KernelModel& km, double contention,
-                                            const Calibration* cal) {
+                                            double all_pairs, const Calibration* cal) {
   std::vector<nlohmann::json> out;
-  op_cases(m, preset, km, out);
-  if (!m.steps.is_null() && cal) step_cases(s, m, preset, km, contention, *cal, out);
+  op_cases(m, preset, km, all_pairs, out);
+  if (!m.steps.is_null() && cal) step_cases(s, m, preset, km, contention, all_pairs, *cal, out);
   return out;
 }
 

@@ -43,6 +43,8 @@ nlohmann::json Links::to_json() const {
           {"all_hosts_at_once_Mbps_per_flow", all_at_once_Mbps},
           {"uplink_achieved_Mbps", opt(uplink_Mbps, 1)},
           {"loopback_Mbps", opt(loopback_Mbps, 1)},
+          {"tcp_alltoall_s", opt(tcp_alltoall_s, 1)},
+          {"tcp_alltoall_bytes_per_pair", tcp_alltoall_bytes_per_pair},
           {"measured", true}};
 }
 
@@ -64,8 +66,22 @@ Links read_links(const nlohmann::json& record, const nlohmann::json& pp_net,
     l.uplink_Mbps = up;
   }
   if (probes.contains("bulk_loopback")) l.loopback_Mbps = steady(probes["bulk_loopback"], where);
+  if (probes.contains("tcp_alltoall") && !probes["tcp_alltoall"].empty()) {
+    std::vector<double> t;
+    for (const auto& r : probes["tcp_alltoall"]) t.push_back(r["seconds"].get<double>());
+    std::sort(t.begin(), t.end());
+    l.tcp_alltoall_s = t[t.size() / 2];
+    l.tcp_alltoall_bytes_per_pair = probes["tcp_alltoall"][0]["bytes_per_pair"].get<double>();
+  }
   if (!pp_host.is_null()) l.mpi_lo_half_rtt_s = pingpong_s(pp_host, where + " (same host)");
   return l;
+}
+
+double all_pairs_efficiency(const ClusterConfig& c, const Links& l) {
+  if (l.tcp_alltoall_s <= 0) return 1.0;
+  const double rate = std::min(l.all_at_once_Mbps, c.link_Mbps) * 1e6 / 8;
+  const double ideal = (c.hosts - 1) * l.tcp_alltoall_bytes_per_pair / rate;
+  return std::clamp(ideal / l.tcp_alltoall_s, 0.3, 1.0);
 }
 
 double cpu_contention(int ranks, int cpus) {

@@ -43,10 +43,12 @@ Calibration read_calibration(const nlohmann::json& train_result, const std::stri
 // The cases of one cluster: op cases for every benchmark row, step cases for every step kind
 // of every optimizer (when steps ran). Simulates on `preset` with the kernel model `km`
 // (contention already applied) and the CPU contention factor for compute.
+// all_pairs: the measured efficiency of concurrent TCP flows (model.hpp), for every
+// all-pair exchange.
 std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
                                             const sim::ClusterSpec& preset,
                                             const sim::KernelModel& km, double contention,
-                                            const Calibration* calibration);
+                                            double all_pairs, const Calibration* calibration);
 
 // median and max |rel_error| of the bandwidth-bound cases (overall, and per op family), of
 // the latency-bound ones, and of the step cases; with the targets.

@@ -29,8 +29,17 @@ struct Links {
   double all_at_once_Mbps = 0;  // mean per flow when every host sends to the next at once
   double uplink_Mbps = -1;      // leaf 0's hosts through the uplink at once, summed
   double loopback_Mbps = -1;    // one bulk flow over a host's loopback
+  // TCP's own all-to-all (probe.py alltoall): the slowest host's time, median of the
+  // repeats, for bytes_per_pair to every other host; -1 = not measured.
+  double tcp_alltoall_s = -1;
+  double tcp_alltoall_bytes_per_pair = 0;
   nlohmann::json to_json() const;
 };
+
+// The fraction of the fluid rate concurrent TCP flows reached in the all-to-all probe:
+// (n − 1) · bytes_per_pair at the NIC's achieved rate over the measured time, in [0.3, 1];
+// 1 when not measured.
+double all_pairs_efficiency(const ClusterConfig& c, const Links& l);
 
 // From the emulation's record of one cluster (clbo.emu.measured/1) and the MPI ping-pong
 // results (clbo bench collectives JSON; same_host may be null).
