@@ -295,7 +295,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention);
     const nlohmann::json preset = cluster_preset(c, links);
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
-    const double all_pairs = all_pairs_efficiency(c, links);
+    const double all_pairs = all_pairs_efficiency(cs, c, links);
     auto mine = compare_cluster(spec, m, cs, km, contention, all_pairs, calibration.get());
     const auto& jobs = record["jobs"];
     for (auto& k : mine) {

@@ -99,6 +99,35 @@ TEST(ValidateModel, ThePresetComesFromTheProbes) {
   EXPECT_DOUBLE_EQ(cpu_contention(1, 2), 1);
 }
 
+// The all-pairs efficiency sets the measured TCP all-to-all against the same pattern
+// simulated on the preset: on a single switch the fluid time is (n − 1) · bytes / rate; on a
+// 4:1 oversubscribed tree the uplinks make it longer, so the same measurement is not charged
+// to TCP.
+TEST(ValidateModel, AllPairsEfficiencyIsTheSimulatedFluidTimeOverTheMeasured) {
+  const ValidationSpec s =
+      parse_validation_spec({{"clusters",
+                              {{{"topology", "single_switch"}, {"hosts", 4}, {"link_Mbps", 200}},
+                               {{"topology", "two_level"},
+                                {"hosts", 4},
+                                {"hosts_per_leaf", 2},
+                                {"oversubscription", 4},
+                                {"link_Mbps", 200}}}},
+                             {"ops", {"alltoall"}}},
+                            "g.json", 2, 24e9);
+  Links l;
+  l.tcp_half_rtt_s = l.mpi_half_rtt_s = 30e-6;
+  l.all_at_once_Mbps = 190;
+  l.uplink_Mbps = 95;  // two hosts' worth at 4:1
+  l.tcp_alltoall_bytes_per_pair = 4 << 20;
+  const double fluid = 3 * (4 << 20) / (190e6 / 8);
+  l.tcp_alltoall_s = fluid / 0.8;
+  EXPECT_NEAR(all_pairs_efficiency(cluster_spec(s.clusters[0], l), s.clusters[0], l), 0.8, 0.02);
+  const double tree = all_pairs_efficiency(cluster_spec(s.clusters[1], l), s.clusters[1], l);
+  EXPECT_DOUBLE_EQ(tree, 1.0);  // the uplinks alone take longer than the measured time
+  l.tcp_alltoall_s = -1;
+  EXPECT_DOUBLE_EQ(all_pairs_efficiency(cluster_spec(s.clusters[0], l), s.clusters[0], l), 1.0);
+}
+
 TEST(ValidateSummary, MediansMaximaAndBoundsAreSeparate) {
   auto k = [](const char* op, double m, double s, const char* bound) {
     return nlohmann::json{{"op", op},

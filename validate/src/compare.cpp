@@ -67,16 +67,30 @@ nlohmann::json base_case(const ClusterConfig& c) {
                                                          : nlohmann::json(nullptr)}};
 }
 
-void finish_case(nlohmann::json& k, double measured, double simulated, double no_latency) {
+// compute_s: the simulated time every rank spends computing (kernels, and for steps the
+// gradient and optimizer arithmetic), which the network does not set.
+void finish_case(nlohmann::json& k, double measured, double simulated, double no_latency,
+                 double compute_s) {
   k["measured_s"] = measured;
   k["simulated_s"] = simulated;
   k["rel_error"] = measured > 0 ? (simulated - measured) / measured : 0.0;
-  const double share = simulated > 0 ? std::max(0.0, 1 - no_latency / simulated) : 0.0;
-  k["simulated_latency_share"] = share;
-  k["bound"] = share > kLatencyBoundShare ? "latency" : "bandwidth";
+  const double latency = simulated > 0 ? std::max(0.0, 1 - no_latency / simulated) : 0.0;
+  const double compute = simulated > 0 ? std::min(1.0, compute_s / simulated) : 0.0;
+  k["simulated_latency_share"] = latency;
+  k["simulated_compute_share"] = compute;
+  k["bound"] = latency > kLatencyBoundShare   ? "latency"
+               : compute > kComputeBoundShare ? "compute"
+                                              : "bandwidth";
   k["provenance"] = {{"measured_s", "measured"},
                      {"simulated_s", "simulated"},
-                     {"simulated_latency_share", "simulated"}};
+                     {"simulated_latency_share", "simulated"},
+                     {"simulated_compute_share", "simulated"}};
+}
+
+double compute_of(const sim::Program& prog) {
+  double t = 0;
+  for (const auto& s : prog.segments) t += s.compute_s;
+  return t;
 }
 
 // Mean of `rows[i][col]` over the steps of one kind, leaving out its first occurrence (TCP
@@ -130,7 +144,8 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
     k["simulated_bytes_per_rank"] = static_cast<double>(full[i].traffic_bytes) / p;
     k["simulated_program"] = nlohmann::json::array();
     for (const auto& seg : progs[i].segments) k["simulated_program"].push_back(seg.label);
-    finish_case(k, k["measured_s"].get<double>(), full[i].time_s, bare[i].time_s);
+    finish_case(k, k["measured_s"].get<double>(), full[i].time_s, bare[i].time_s,
+                compute_of(progs[i]));
     out.push_back(std::move(k));
   }
 }
@@ -230,7 +245,8 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
                             {"compression_kernels_s", r.compression_s},
                             {"comm_s", r.comm_s}};
     k["simulated_bytes_per_rank"] = r.bytes_per_gpu;
-    finish_case(k, k["measured_parts"]["step_s"].get<double>(), r.time_s, r0.time_s);
+    finish_case(k, k["measured_parts"]["step_s"].get<double>(), r.time_s, r0.time_s,
+                r.compute_s() + r.compression_s);
     out.push_back(std::move(k));
   }
 }
@@ -319,22 +335,26 @@ std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const Clust
 }
 
 nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
-  std::vector<double> bw, lat, steps;
-  std::map<std::string, std::vector<double>> by_family_bw, by_family_lat;
+  std::vector<double> bw, lat, cpu, steps;
+  std::map<std::string, std::vector<double>> by_family_bw, by_family_lat, by_family_cpu;
   for (const auto& k : cases) {
     const double e = std::fabs(k["rel_error"].get<double>());
-    const bool latency = k["bound"] == "latency";
     if (k["op"] == "step") {
       steps.push_back(e);
       continue;
     }
-    (latency ? lat : bw).push_back(e);
-    (latency ? by_family_lat : by_family_bw)[family(k)].push_back(e);
+    const std::string bound = k["bound"].get<std::string>();
+    (bound == "latency" ? lat : bound == "compute" ? cpu : bw).push_back(e);
+    (bound == "latency"   ? by_family_lat
+     : bound == "compute" ? by_family_cpu
+                          : by_family_bw)[family(k)]
+        .push_back(e);
   }
-  const Stats b = stats(bw), l = stats(lat), st = stats(steps);
+  const Stats b = stats(bw), l = stats(lat), cb = stats(cpu), st = stats(steps);
   nlohmann::json fam = nlohmann::json::object();
   for (const auto& [name, v] : by_family_bw) fam[name]["bandwidth_bound"] = stats(v).to_json();
   for (const auto& [name, v] : by_family_lat) fam[name]["latency_bound"] = stats(v).to_json();
+  for (const auto& [name, v] : by_family_cpu) fam[name]["compute_bound"] = stats(v).to_json();
   auto within = [](const std::vector<double>& v, double bound) {
     return static_cast<int64_t>(
         std::count_if(v.begin(), v.end(), [&](double e) { return e <= bound; }));
@@ -357,6 +377,8 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
           {"bandwidth_bound_within_10pct", within(bw, 0.10)},
           {"latency_bound", l.to_json()},
           {"latency_bound_within_10pct", within(lat, 0.10)},
+          {"compute_bound", cb.to_json()},
+          {"compute_bound_share_threshold", kComputeBoundShare},
           {"by_op", fam},
           {"steps", st.to_json()},
           {"steps_within_15pct", within(steps, 0.15)},
@@ -384,13 +406,14 @@ std::string cases_table(const std::vector<nlohmann::json>& cases, const nlohmann
   };
   const auto& b = summary["bandwidth_bound"];
   const auto& l = summary["latency_bound"];
+  const auto& c = summary["compute_bound"];
   const auto& s = summary["steps"];
-  t += fmt::format(
-      "bandwidth-bound: {} cases, median |error| {}, max {}; latency-bound: {} cases, median {}, "
-      "max {}; steps: {} cases, median {}, max {}\n",
-      b["cases"].get<int64_t>(), pct(b["median_abs_rel_error"]), pct(b["max_abs_rel_error"]),
-      l["cases"].get<int64_t>(), pct(l["median_abs_rel_error"]), pct(l["max_abs_rel_error"]),
-      s["cases"].get<int64_t>(), pct(s["median_abs_rel_error"]), pct(s["max_abs_rel_error"]));
+  auto line = [&](const char* name, const nlohmann::json& x) {
+    return fmt::format("{}: {} cases, median |error| {}, max {}", name, x["cases"].get<int64_t>(),
+                       pct(x["median_abs_rel_error"]), pct(x["max_abs_rel_error"]));
+  };
+  t += line("bandwidth-bound", b) + "; " + line("latency-bound", l) + "; " +
+       line("compute-bound", c) + "; " + line("steps", s) + "\n";
   return t;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "clbo/core/error.hpp"
+#include "clbo/sim/engine.hpp"
+#include "clbo/sim/sim_plan.hpp"
 
 namespace clbo::validate {
 
@@ -77,11 +79,26 @@ Links read_links(const nlohmann::json& record, const nlohmann::json& pp_net,
   return l;
 }
 
-double all_pairs_efficiency(const ClusterConfig& c, const Links& l) {
+double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c,
+                            const Links& l) {
   if (l.tcp_alltoall_s <= 0) return 1.0;
-  const double rate = std::min(l.all_at_once_Mbps, c.link_Mbps) * 1e6 / 8;
-  const double ideal = (c.hosts - 1) * l.tcp_alltoall_bytes_per_pair / rate;
-  return std::clamp(ideal / l.tcp_alltoall_s, 0.3, 1.0);
+  // The probe's flows run between hosts: from the first rank of each to the others'.
+  const int g = c.ranks_per_host;
+  sim::Program prog;
+  prog.p = c.ranks();
+  prog.gpus_per_node = g;
+  sim::Segment s;
+  s.label = "TCP all-to-all probe";
+  s.alltoall = true;
+  s.rounds.emplace_back();
+  const auto bytes = static_cast<uint64_t>(l.tcp_alltoall_bytes_per_pair);
+  for (int h = 0; h < c.hosts; ++h)
+    for (int k = 0; k < c.hosts; ++k)
+      if (h != k) s.rounds.front().push_back(sim::Xfer{h * g, k * g, bytes, 1});
+  prog.segments.push_back(std::move(s));
+  const sim::ClusterSpec bare = without_latency(preset);
+  const double fluid = sim::simulate_programs(bare, prog.p, {prog}).front().time_s;
+  return std::clamp(fluid / l.tcp_alltoall_s, 0.3, 1.0);
 }
 
 double cpu_contention(int ranks, int cpus) {

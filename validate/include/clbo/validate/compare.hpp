@@ -5,8 +5,8 @@
 //
 // A case is latency-bound when latency makes up more than 20% of its simulated time: the
 // same program simulated without any latency (model.hpp, without_latency) takes less than
-// 80% of the full simulation's time. Otherwise it is bandwidth-bound (its time is the
-// bytes on the busiest links and the compute).
+// 80% of the full simulation's time; else compute-bound when computing is over half of it;
+// else bandwidth-bound (its time is the bytes on the busiest links).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +20,10 @@
 namespace clbo::validate {
 
 inline constexpr double kLatencyBoundShare = 0.2;
+// Else compute-bound when the ranks' computing (compression kernels; for steps also the
+// gradient and the optimizer's arithmetic) is over half of the simulated time: then the CPU
+// contention model, not the network's, sets the time.
+inline constexpr double kComputeBoundShare = 0.5;
 
 // Everything measured on one cluster, as read back from the run.
 struct ClusterMeasurements {

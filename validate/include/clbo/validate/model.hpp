@@ -36,10 +36,11 @@ struct Links {
   nlohmann::json to_json() const;
 };
 
-// The fraction of the fluid rate concurrent TCP flows reached in the all-to-all probe:
-// (n − 1) · bytes_per_pair at the NIC's achieved rate over the measured time, in [0.3, 1];
-// 1 when not measured.
-double all_pairs_efficiency(const ClusterConfig& c, const Links& l);
+// The fraction of the fluid rate concurrent TCP flows reached in the all-to-all probe: the
+// probe's pattern (one flow between every pair of hosts) simulated on the preset without
+// latency, over its measured time, in [0.3, 1]; 1 when not measured. Simulated, so an
+// oversubscribed uplink's share is the model's, not the probe's to explain.
+double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c, const Links& l);
 
 // From the emulation's record of one cluster (clbo.emu.measured/1) and the MPI ping-pong
 // results (clbo bench collectives JSON; same_host may be null).
