@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Measured against simulated time, log-log, from a clbo.validate/1 results file: one point
-per case (collectives by op, optimizer steps), filled when bandwidth-bound and hollow when
-latency-bound, with the y = x line and the ±15% band.
+per case (collectives by op, optimizer steps), filled when bandwidth-bound, half-filled when
+compute-bound and hollow when latency-bound, with the y = x line and the ±15% band.
 
     python3 report/plots/validation.py --results results --out figures \
         [--input validation/full.json] [--name validation]
@@ -30,7 +30,8 @@ def plot(results_dir, out_dir, name="validation", input="validation/full.json"):
     cases = doc.get("cases")
     if not isinstance(cases, list) or not cases:
         raise common.PlotError(f"{path}: corrupt results file, 'cases' is missing or empty")
-    fig, axes = common.new_figure(1, 1, size=(7.0, 6.0))
+    # Wide enough for the legend band: up to six columns of op labels above the panel.
+    fig, axes = common.new_figure(1, 1, size=(10.0, 7.5))
     ax = axes[0][0]
     style = common.Styler()
     lo, hi = float("inf"), 0.0
@@ -40,7 +41,7 @@ def plot(results_dir, out_dir, name="validation", input="validation/full.json"):
         s = common.field(c, path, "simulated_s", f"cases[{i}]")
         if m <= 0 or s <= 0:
             raise common.PlotError(f"{path}: cases[{i}] has a non-positive time")
-        series.setdefault(case_label(c), []).append((m, s, c.get("bound") == "latency"))
+        series.setdefault(case_label(c), []).append((m, s, c.get("bound", "bandwidth")))
         lo, hi = min(lo, m, s), max(hi, m, s)
     lo, hi = lo / 1.5, hi * 1.5
     xs = [lo, hi]
@@ -51,14 +52,16 @@ def plot(results_dir, out_dir, name="validation", input="validation/full.json"):
     for label, points in series.items():
         st = style(label)
         kw = common.line_kwargs(st)
-        for latency in (False, True):
-            pts = [(m, s) for m, s, lat in points if lat == latency]
+        labelled = False
+        for bound, fill in (("bandwidth", "full"), ("compute", "left"), ("latency", "none")):
+            pts = [(m, s) for m, s, b in points if b == bound]
             if not pts:
                 continue
             ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none",
                     marker=kw["marker"], color=kw["color"], markeredgecolor=kw["color"],
-                    markerfacecolor="none" if latency else kw["color"], markersize=7,
-                    label=label if not latency else None, zorder=2)
+                    fillstyle=fill, markerfacecolor=kw["color"] if fill != "none" else "none",
+                    markersize=7, label=None if labelled else label, zorder=2)
+            labelled = True
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -71,7 +74,7 @@ def plot(results_dir, out_dir, name="validation", input="validation/full.json"):
     title = "clbo simulate vs the emulated TCP cluster"
     if common.finite(med) and common.finite(mx):
         title += f"\nbandwidth-bound: median |error| {100 * med:.1f}%, max {100 * mx:.1f}%"
-    ax.set_title(title + " (hollow: latency-bound)")
+    ax.set_title(title + "\n(filled: bandwidth-bound, half: compute-bound, hollow: latency-bound)")
     return common.finish_figure(fig, [ax], results_dir, [(path, doc)], out_dir, name)
 
 

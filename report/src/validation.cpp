@@ -29,6 +29,10 @@ std::string num(const json& v) {
   return v.is_number() ? format_number(v.get<double>()) : kDash;
 }
 
+std::string count(const json& v) {
+  return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : num(v);
+}
+
 // Sizes are powers of two: "4 MiB", "64 KiB"; other byte counts keep three digits.
 std::string bytes(const json& v) {
   if (!v.is_number()) return kDash;
@@ -69,7 +73,7 @@ void summary_table(Document& doc, const ResultsFile& f) {
   t.header = {"cases", "count", "median |error|", "max |error|"};
   t.right_align = {false, true, true, true};
   auto row = [&](const std::string& name, const json& st) {
-    t.rows.push_back({name, num(st.value("cases", json())),
+    t.rows.push_back({name, count(st.value("cases", json())),
                       pct(st.value("median_abs_rel_error", json())),
                       pct(st.value("max_abs_rel_error", json()))});
   };
@@ -78,6 +82,7 @@ void summary_table(Document& doc, const ResultsFile& f) {
     for (const auto& [op, v] : s["by_op"].items())
       if (v.contains("bandwidth_bound")) row("  bandwidth-bound: " + op, v["bandwidth_bound"]);
   row("latency-bound (all ops)", need(s, "latency_bound", f));
+  if (s.contains("compute_bound")) row("compute-bound (all ops)", s["compute_bound"]);
   row("optimizer steps", need(s, "steps", f));
   doc.table(t);
   const json& tg = s.value("target", json::object());
@@ -94,10 +99,17 @@ void clusters_table(Document& doc, const ResultsFile& f) {
   t.caption =
       "Measured by the run's probes (TCP ping-pong and bulk flows, MPI ping-pong); the "
       "simulated preset is built from them and from the emulation's parameters only.";
-  t.header = {"cluster",           "ranks",          "link",
-              "achieved fraction", "TCP one-way",    "MPI one-way",
-              "uplink achieved",   "CPU contention", "load (1 min)"};
-  t.right_align = {false, true, true, true, true, true, true, true, true};
+  t.header = {"cluster",
+              "ranks",
+              "link",
+              "achieved fraction",
+              "TCP one-way",
+              "MPI one-way",
+              "uplink achieved",
+              "all-pairs efficiency",
+              "CPU contention",
+              "load (1 min)"};
+  t.right_align = {false, true, true, true, true, true, true, true, true, true};
   for (const auto& c : need(f.doc, "clusters", f)) {
     const json& cfg = c.value("config", json::object());
     const json& l = c.value("links", json::object());
@@ -112,6 +124,7 @@ void clusters_table(Document& doc, const ResultsFile& f) {
                       l.value("uplink_achieved_Mbps", json()).is_number()
                           ? num(l["uplink_achieved_Mbps"]) + " Mbit/s"
                           : kDash,
+                      num(c.value("all_pairs_efficiency", json())),
                       num(c.value("cpu_contention", json())),
                       em.contains("loadavg_after") ? num(em["loadavg_after"][0]) : kDash});
   }
@@ -124,7 +137,7 @@ void cases_table(Document& doc, const ResultsFile& f) {
   t.caption =
       "measured_s: measured on the emulated cluster; simulated_s: clbo's simulator on "
       "the generated preset; bound: latency-bound when latency is over 20% of the "
-      "simulated time.";
+      "simulated time, else compute-bound when computing is over half of it.";
   t.header = {"cluster", "case", "bytes", "measured (s)", "simulated (s)", "error", "bound"};
   t.right_align = {false, false, true, true, true, true, false};
   for (const auto& c : need(f.doc, "cases", f))
