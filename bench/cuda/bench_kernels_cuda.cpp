@@ -37,8 +37,9 @@ using clbo::cuda::DeviceBuffer;
 double g_copy_bw = 0.0;  // bytes/s, measured in main()
 size_t g_l2_bytes = 0;
 
-constexpr int64_t kSmall = int64_t{1} << 24;    // 16 Mi elements: 64 MiB per fp32 array
-constexpr int64_t kLarge = int64_t{300} << 20;  // about BERT-Large (336 M) and the reference-path size
+constexpr int64_t kSmall = int64_t{1} << 24;  // 16 Mi elements: 64 MiB per fp32 array
+constexpr int64_t kLarge = int64_t{300}
+                           << 20;  // about BERT-Large (336 M) and the reference-path size
 
 // How many buffer sets to rotate through so that consecutive iterations miss in L2.
 int rotation(size_t set_bytes) {
