@@ -59,6 +59,9 @@ def main():
     a, b = json.load(open(local)), json.load(open(mpi))
     if a["resolved"]["backend"] != "local" or b["resolved"]["backend"] != "mpi":
         fail("backends recorded as %s / %s" % (a["resolved"]["backend"], b["resolved"]["backend"]))
+    if len(a["runs"]) != len(runs) or len(b["runs"]) != len(runs):
+        fail("expected %d runs, got %d local and %d mpi" % (len(runs), len(a["runs"]),
+                                                           len(b["runs"])))
     for ra, rb in zip(a["runs"], b["runs"]):
         name = ra["label"]
         if ra["final_params_fnv1a64"] != rb["final_params_fnv1a64"]:
