@@ -5,8 +5,10 @@ plan creates nothing. Skips (exit 77) with the reason where namespaces cannot be
 
     test_emu.py lifecycle|mpi|leftovers|signal|bad-plan EMU_DIR [CLBO]
 """
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +21,13 @@ SKIP = 77
 def fail(msg):
     print("FAIL: " + msg)
     sys.exit(1)
+
+
+def scratch(prefix="clbo-test-"):
+    """A temporary folder removed when the test exits, passed or failed."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def setup(emu_dir):
@@ -64,7 +73,7 @@ def test_lifecycle(emu_dir):
             # Hosts reach each other across the spine, and only their own subnet.
             probe = os.path.join(emu_dir, "clbo_emu", "probe.py")
             srv = c.start(["/usr/bin/python3", probe, "serve", "5201"], host=3)
-            out = os.path.join(tempfile.mkdtemp(), "pp.json")
+            out = os.path.join(scratch(), "pp.json")
             rc = c.run(["/usr/bin/python3", probe, "pingpong", c.hosts[3][1], "5201", "--count",
                         "200"], host=0, timeout=60, log=out)
             c._kill(srv)
@@ -99,7 +108,7 @@ def run_emu(emu_dir, plan, **kw):
 
 
 def test_mpi(emu_dir, clbo):
-    work = tempfile.mkdtemp(prefix="clbo-emu-test-")
+    work = scratch(prefix="clbo-emu-test-")
     out = os.path.join(work, "bench.json")
     jobs = [{"id": "where", "mpi": True, "np": 2, "timeout_s": 60,
              "argv": ["/bin/sh", "-c", "echo rank=$OMPI_COMM_WORLD_RANK "
@@ -133,7 +142,7 @@ def test_mpi(emu_dir, clbo):
 def test_leftovers(emu_dir):
     from clbo_emu import lifetime
     # A run killed with SIGKILL cannot clean up; the next one removes what it left.
-    work = tempfile.mkdtemp(prefix="clbo-emu-test-")
+    work = scratch(prefix="clbo-emu-test-")
     jobs = [{"id": "sleep", "mpi": False, "argv": ["sleep", "60"], "timeout_s": 90}]
     p = run_emu(emu_dir, plan_file(work, jobs), start_new_session=True)
     deadline = time.time() + 60
@@ -157,7 +166,7 @@ def test_leftovers(emu_dir):
 
 
 def test_signal(emu_dir):
-    work = tempfile.mkdtemp(prefix="clbo-emu-test-")
+    work = scratch(prefix="clbo-emu-test-")
     jobs = [{"id": "sleep", "mpi": True, "np": 2, "argv": ["sleep", "60"], "timeout_s": 90}]
     p = run_emu(emu_dir, plan_file(work, jobs))
     deadline = time.time() + 60
@@ -176,7 +185,7 @@ def test_signal(emu_dir):
 
 
 def test_bad_plan(emu_dir):
-    work = tempfile.mkdtemp(prefix="clbo-emu-test-")
+    work = scratch(prefix="clbo-emu-test-")
     path = plan_file(work, [])
     plan = json.load(open(path))
     plan["clusters"][0]["config"]["topology"] = "ring"

@@ -5,8 +5,10 @@ per phase, and reports per-phase times. Skips (exit 77) without the Fashion-MNIS
 
     test_train_mpi.py CLBO MPIRUN
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,12 +21,19 @@ def fail(msg):
     sys.exit(1)
 
 
+def scratch(prefix="clbo-test-"):
+    """A temporary folder removed when the test exits, passed or failed."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def main():
     clbo, mpirun = sys.argv[1], sys.argv[2]
     if not os.path.isdir(DATA):
         print("SKIP: Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)")
         sys.exit(77)
-    work = tempfile.mkdtemp(prefix="clbo-train-mpi-")
+    work = scratch(prefix="clbo-train-mpi-")
     runs = [
         {"label": "Adam", "optimizer": {"type": "Adam", "params": {"lr": 1e-3}}},
         {"label": "LAMB", "optimizer": {"type": "Lamb", "params": {"lr": 1e-2}}},

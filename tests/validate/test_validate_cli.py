@@ -5,8 +5,10 @@ runs end to end on the emulated cluster (root and CAP_NET_ADMIN, else a visible 
 
     test_validate_cli.py bad-input|check|quick CLBO SOURCE_DIR
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,13 @@ SKIP = 77
 def fail(msg):
     print("FAIL: " + msg)
     sys.exit(1)
+
+
+def scratch(prefix="clbo-test-"):
+    """A temporary folder removed when the test exits, passed or failed."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def clbo_interfaces():
@@ -52,7 +61,7 @@ def refused(clbo, spec, field, value, work):
 
 
 def test_bad_input(clbo):
-    work = tempfile.mkdtemp(prefix="clbo-validate-test-")
+    work = scratch(prefix="clbo-validate-test-")
     cases = []
     s = base(); s["ops"] = ["allreduce:tree"]
     cases.append((s, "ops[0]", "allreduce:tree"))
@@ -94,7 +103,7 @@ def test_quick(clbo, src):
     if r.returncode != 0:
         print("SKIP: " + (r.stdout + r.stderr).strip())
         sys.exit(SKIP)
-    out = os.path.join(tempfile.mkdtemp(prefix="clbo-validate-test-"), "quick.json")
+    out = os.path.join(scratch(prefix="clbo-validate-test-"), "quick.json")
     path = os.path.join(src, "experiments", "validation", "quick.json")
     r = subprocess.run([clbo, "validate", path, "-o", out], capture_output=True, text=True,
                        timeout=600, cwd=src)
