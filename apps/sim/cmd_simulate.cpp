@@ -8,8 +8,10 @@
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/report/paper_rows.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/presets.hpp"
+#include "clbo/sim/results_json.hpp"
 #include "cli.hpp"
 
 namespace {
@@ -42,8 +44,11 @@ int run(const Args& a) {
   } else {
     spec = clbo::load_json_file(file);
   }
+  // Everything is checked before any work: the simulate block, then the published values
+  // its rows carry.
+  clbo::sim::validate_experiment(spec, file);
+  clbo::report::check_paper_rows(spec, file);
   if (a.check) {
-    clbo::sim::validate_experiment(spec, file);
     std::cout << file << ": ok" << std::endl;
     return 0;
   }
@@ -51,7 +56,8 @@ int run(const Args& a) {
   clbo::sim::SimulateOptions opt;
   if (!a.quiet) opt.progress = progress_bar;
   if (!a.quiet) clbo::cli::progress("simulating " + file);
-  const nlohmann::json results = clbo::sim::run_experiment(spec, file, opt);
+  nlohmann::json results = clbo::sim::run_experiment(spec, file, opt);
+  clbo::report::attach_paper_rows(results, file);
   clbo::write_json_atomic(out, results);
   std::cout << clbo::sim::results_table(results);
   std::cout << "wrote " << out << " (simulated in " << results["timing"]["wall_s"].get<double>()

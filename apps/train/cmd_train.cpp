@@ -56,7 +56,7 @@ std::vector<std::string> forwarded_args(const clbo::cli::TrainArgs& a) {
   std::vector<std::string> v = a.inputs;
   if (!a.out.empty()) v.insert(v.end(), {"--out", a.out});
   if (!a.data_dir.empty()) v.insert(v.end(), {"--data-dir", a.data_dir});
-  v.insert(v.end(), {"--threads", std::to_string(a.threads)});
+  v.insert(v.end(), {"--threads", std::to_string(a.threads), "--gemm", a.gemm});
   if (a.quiet) v.push_back("--quiet");
   if (a.check) v.push_back("--check");
   return v;

@@ -37,17 +37,24 @@ class MpiWorkers final : public clbo::train::Workers {
   }
 
   std::vector<double> gather(const std::vector<double>& mine, size_t per_worker) override {
-    std::vector<double> all(per_worker * static_cast<size_t>(size()));
-    // Non-blocking plus the backend's polled wait: MPI's own blocking wait yields the CPU,
-    // which stalls a rank for whole scheduler ticks on a busy machine.
-    MPI_Request req;
-    MPI_Iallgather(mine.data(), static_cast<int>(per_worker), MPI_DOUBLE, all.data(),
-                   static_cast<int>(per_worker), MPI_DOUBLE, control_, &req);
-    comm_.wait_all(1, &req, "the trainer's gather of losses, bytes and times");
-    return all;
+    return allgather(mine, per_worker, MPI_DOUBLE);
+  }
+  std::vector<float> gather(const std::vector<float>& mine, size_t per_worker) override {
+    return allgather(mine, per_worker, MPI_FLOAT);
   }
 
  private:
+  template <typename T>
+  std::vector<T> allgather(const std::vector<T>& mine, size_t per_worker, MPI_Datatype type) {
+    std::vector<T> all(per_worker * static_cast<size_t>(size()));
+    // Non-blocking plus the backend's polled wait: MPI's own blocking wait yields the CPU,
+    // which stalls a rank for whole scheduler ticks on a busy machine.
+    MPI_Request req;
+    MPI_Iallgather(mine.data(), static_cast<int>(per_worker), type, all.data(),
+                   static_cast<int>(per_worker), type, control_, &req);
+    comm_.wait_all(1, &req, "the trainer's gather of losses, bytes, times and parameters");
+    return all;
+  }
   static clbo::MpiOptions options() {
     clbo::MpiOptions o;
     o.check_headers = false;

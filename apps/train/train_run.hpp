@@ -13,6 +13,7 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/kernels/gemm.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 #include "clbo/train/summary.hpp"
 #include "clbo/train/trainer.hpp"
@@ -21,7 +22,7 @@ namespace clbo::cli {
 
 struct TrainArgs {
   std::vector<std::string> inputs;
-  std::string out, data_dir, backend = "local";
+  std::string out, data_dir, backend = "local", gemm = "auto";
   int threads = 2;
   bool summary = false, quiet = false, check = false;
 };
@@ -42,6 +43,11 @@ inline void add_train_options(CLI::App& sub, TrainArgs& a, bool with_backend) {
                  "threads for gradients and evaluation, per process (results do not depend "
                  "on it)")
       ->default_val(2);
+  sub.add_option("--gemm", a.gemm,
+                 "matrix-product kernel: auto (AVX2+FMA where the CPU has it) or portable "
+                 "(std::fma loops); both give bit-identical results, so this only checks that")
+      ->check(CLI::IsMember({"auto", "portable"}))
+      ->default_val("auto");
   if (with_backend)
     sub.add_option("--backend", a.backend,
                    "local: all workers in this process, over threads; mpi: one worker per MPI "
@@ -68,8 +74,11 @@ inline int run_train(const TrainArgs& a, train::Workers* workers = nullptr) {
     throw InputError("<command line>", "--threads", std::to_string(a.threads), "must be in 1..64");
   const bool root = !workers || workers->is_root();
   const std::string& path = a.inputs[0];
+  if (a.gemm == "portable") kernels::detail::set_gemm_path(kernels::detail::GemmPath::kPortable);
   // Validate the whole experiment before touching the data.
   train::ExperimentSpec spec = train::load_experiment(path);
+  if (root)
+    for (const std::string& w : spec.warnings) std::cerr << "clbo: warning: " << w << "\n";
   if (!a.data_dir.empty()) spec.data_dir = a.data_dir;
   const train::FashionMnist data = train::load_fashion_mnist(spec.data_dir);
   if (a.check) {  // the data loaded and checked too: a missing dataset fails here, not later

@@ -25,8 +25,8 @@
 #include <benchmark/benchmark.h>
 
 #include "clbo/sim/cluster.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
 #include "clbo/sim/workload.hpp"
 
 namespace {

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Runs the committed convergence set (results/convergence/*.json) and regenerates
-# results/convergence/SUMMARY.md from the result files. Budget: <= 20 minutes on the
-# 2-core development machine. Usage: experiments/convergence/run_all.sh [path/to/clbo]
+# results/convergence/SUMMARY.md from the result files. Budget: <= 15 minutes on an idle
+# 2-core machine (docs/convergence.md, "Time"). Usage: experiments/convergence/run_all.sh
+# [path/to/clbo]. Each file's CPU and wall time and the load average go to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CLBO=${1:-build/bin/clbo}
-SET=(adam_family lamb_family lamb_investigation onebit_adam_eps zero_one_adam_local_steps cnn_layerwise)
+# Every experiment but the smoke subset, in file-name order as `clbo reproduce --full` runs them.
+SET=(adam_family deepspeed_defaults lamb_family zero_one_adam_ablation)
 for name in "${SET[@]}"; do
-  "$CLBO" train "experiments/convergence/$name.json"
+  echo "load before $name: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  TIMEFORMAT="$name: %U s user, %S s sys, %R s wall"
+  time "$CLBO" train "experiments/convergence/$name.json"
 done
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 files=(); for name in "${SET[@]}"; do files+=("results/convergence/$name.json"); done
 "$CLBO" train --summary "${files[@]}" -o results/convergence/SUMMARY.md

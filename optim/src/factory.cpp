@@ -1,4 +1,7 @@
 // make_optimizer: config → the optimizer of its kind.
+#include <iterator>
+#include <variant>
+
 #include "clbo/core/error.hpp"
 #include "optimizers.hpp"
 
@@ -8,8 +11,16 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, const P
                                           int world_size, int rank) {
   using namespace optim_detail;
   // Indexed by OptimizerKind.
-  static constexpr Maker kMakers[] = {make_adam,        make_lamb,          make_onebit_adam,
-                                      make_onebit_lamb, make_zero_one_adam, make_slamb};
+  static constexpr Maker kMakers[] = {make_adam,
+                                      make_lamb,
+                                      make_onebit_adam,
+                                      make_onebit_lamb,
+                                      make_zero_one_adam,
+                                      make_slamb,
+                                      make_onebit_adam,
+                                      make_naive_onebit_adam,
+                                      make_naive_onebit_lamb};
+  static_assert(std::size(kMakers) == std::variant_size_v<decltype(config.params)>);
   return kMakers[static_cast<size_t>(config.kind)](config, layout, world_size, rank);
 }
 

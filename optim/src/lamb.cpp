@@ -18,10 +18,11 @@ class Lamb final : public OptimizerImpl<Lamb> {
  protected:
   void update(Communicator& comm, float* theta, const float* grad, int64_t t) override {
     const float* g = average_gradient(comm, grad);
-    lamb_dense_update(theta, m_.data(), v_.data(), g, u_.data(), layout_,
-                      adam_args(params_.bias_correction, t), static_cast<float>(params_.min_coeff),
-                      static_cast<float>(params_.max_coeff));
+    trust_ = lamb_dense_update(
+        theta, m_.data(), v_.data(), g, u_.data(), layout_, adam_args(params_.bias_correction, t),
+        static_cast<float>(params_.min_coeff), static_cast<float>(params_.max_coeff));
   }
+  std::vector<float> layer_coefficients() const override { return trust_; }
   void save_fields(state_io::Writer& w) const override {
     w.floats(m_);
     w.floats(v_);
@@ -34,7 +35,8 @@ class Lamb final : public OptimizerImpl<Lamb> {
  private:
   LambParams params_;
   std::vector<float> m_, v_;
-  std::vector<float> u_;  // workspace
+  std::vector<float> u_;      // workspace
+  std::vector<float> trust_;  // of the last step (diagnostics, not state)
 };
 
 }  // namespace

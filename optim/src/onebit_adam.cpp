@@ -2,6 +2,9 @@
 //   warmup (t ≤ freeze_step): dense gradient average; m, v and θ updated as Adam.
 //   compression: m = β1·m + (1−β1)·g_local; m = compressed_allreduce(m); [m *= mask];
 //                θ −= lr·(m/(√v+ε) + λθ) with v frozen at its warmup value.
+// OneBitAdamNoErrorFeedback (docs/reference/algorithms.md §9.1) is the same optimizer with both
+// error buffers zeroed before every compressed call, so each step's compression error is lost
+// instead of fed back.
 #include "onebit_comm.hpp"
 #include "optimizers.hpp"
 
@@ -14,9 +17,10 @@ class OneBitAdam final : public OptimizerImpl<OneBitAdam> {
   OneBitAdam(OptimizerConfig c, ParamLayout l, int p, int rank)
       : OptimizerImpl(std::move(c), std::move(l), p, rank),
         warmup_(onebit_warmup_steps(config_)),
+        error_feedback_(config_.kind == OptimizerKind::kOneBitAdam),
         m_(n_, 0.0f),
         v_(n_, 0.0f),
-        onebit_(config_.as<OneBitAdamParams>().comm_granularity, layout_, p, n_) {}
+        onebit_(comm_granularity(config_), layout_, p, n_) {}
 
   void set_momentum_mask(std::vector<float> mask) override {
     onebit_.set_mask(std::move(mask), n_);
@@ -30,6 +34,7 @@ class OneBitAdam final : public OptimizerImpl<OneBitAdam> {
       return;
     }
     kernels::momentum_update(m_.data(), grad, n_, beta1_);
+    if (!error_feedback_) onebit_.zero_errors();
     onebit_.allreduce(comm, m_.data());
     a.update_m = a.update_v = false;
     kernels::adam_update(theta, m_.data(), v_.data(), nullptr, n_, a);
@@ -47,6 +52,7 @@ class OneBitAdam final : public OptimizerImpl<OneBitAdam> {
 
  private:
   int64_t warmup_;
+  bool error_feedback_;
   std::vector<float> m_, v_;
   OnebitComm onebit_;
 };

@@ -38,6 +38,7 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
   void set_momentum_mask(std::vector<float> mask) override {
     onebit_.set_mask(std::move(mask), n_);
   }
+  std::vector<float> layer_coefficients() const override { return coeff_; }
 
  protected:
   void update(Communicator& comm, float* theta, const float* grad, int64_t t) override {
@@ -77,6 +78,7 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
         static_cast<float>(params_.max_coeff));
     // DeepSpeed keeps this EMA in Python floats (double) and skips ratios equal to 1, which
     // mostly come from the zero-norm guard.
+    coeff_ = trust;
     for (size_t i = 0; i < trust.size(); ++i)
       if (trust[i] != 1.0f)
         lamb_coeff_freeze_[i] = params_.coeff_beta * lamb_coeff_freeze_[i] +
@@ -122,10 +124,10 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
         terms_.data(), layout_,
         {weight_decay_, params_.factor_min, params_.factor_max, params_.factor_threshold},
         last_factor_.data());
-    std::vector<float> coeff(k);
+    coeff_.resize(k);
     for (size_t L = 0; L < k; ++L)
-      coeff[L] = static_cast<float>(lamb_coeff_freeze_[L] * last_factor_[L]);
-    kernels::scaled_update(theta, u_.data(), layout_, coeff.data(), lr_);
+      coeff_[L] = static_cast<float>(lamb_coeff_freeze_[L] * last_factor_[L]);
+    kernels::scaled_update(theta, u_.data(), layout_, coeff_.data(), lr_);
   }
 
   // fn(tensor, element, fp32 scaling coefficient) over every element of every tensor.
@@ -146,6 +148,7 @@ class OneBitLamb final : public OptimizerImpl<OneBitLamb> {
   OnebitComm onebit_;
   std::vector<float> m_last_, u_;  // workspace
   std::vector<double> terms_;      // workspace: kOnebitLambTerms per tensor
+  std::vector<float> coeff_;       // lr multipliers of the last step (diagnostics, not state)
 };
 
 }  // namespace

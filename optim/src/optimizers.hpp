@@ -1,4 +1,4 @@
-// Constructors of the six optimizers (one file each) for the make_optimizer factory.
+// Constructors of the optimizers (one file each) for the make_optimizer factory.
 #pragma once
 #include <memory>
 
@@ -12,6 +12,7 @@ std::unique_ptr<Optimizer> make_adam(const OptimizerConfig& c, const ParamLayout
                                      int rank);
 std::unique_ptr<Optimizer> make_lamb(const OptimizerConfig& c, const ParamLayout& l, int p,
                                      int rank);
+// OneBitAdam and OneBitAdamNoErrorFeedback.
 std::unique_ptr<Optimizer> make_onebit_adam(const OptimizerConfig& c, const ParamLayout& l, int p,
                                             int rank);
 std::unique_ptr<Optimizer> make_onebit_lamb(const OptimizerConfig& c, const ParamLayout& l, int p,
@@ -20,5 +21,9 @@ std::unique_ptr<Optimizer> make_zero_one_adam(const OptimizerConfig& c, const Pa
                                               int rank);
 std::unique_ptr<Optimizer> make_slamb(const OptimizerConfig& c, const ParamLayout& l, int p,
                                       int rank);
+std::unique_ptr<Optimizer> make_naive_onebit_adam(const OptimizerConfig& c, const ParamLayout& l,
+                                                  int p, int rank);
+std::unique_ptr<Optimizer> make_naive_onebit_lamb(const OptimizerConfig& c, const ParamLayout& l,
+                                                  int p, int rank);
 
 }  // namespace clbo::optim_detail

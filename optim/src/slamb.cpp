@@ -59,8 +59,10 @@ class Slamb final : public OptimizerImpl<Slamb> {
     std::vector<double> sums(4 * k);
     kernels::slamb_masked_sumsq(w, u_.data(), r_.data(), layout_, sums.data());
     const float lr_stale = static_cast<float>(static_cast<double>(lr_) / std::sqrt(double(p_)));
+    phi_fresh_.resize(k);
     for (size_t L = 0; L < k; ++L) {
       const float phi_fresh = trust(sums[4 * L], sums[4 * L + 1], 1.0, params_.min_coeff);
+      phi_fresh_[L] = phi_fresh;
       const float phi_stale = trust(sums[4 * L + 2], sums[4 * L + 3], 0.0, 0.0);
       const float c_fresh = lr_ * phi_fresh, c_stale = lr_stale * phi_stale;
       const size_t begin = layout_[L].offset, end = begin + layout_[L].size;
@@ -78,6 +80,7 @@ class Slamb final : public OptimizerImpl<Slamb> {
     w.floats(v_);
     w.floats(r_);
   }
+  std::vector<float> layer_coefficients() const override { return phi_fresh_; }
   void load_fields(state_io::Reader& r) override {
     m_ = r.floats("m", n_);
     v_ = r.floats("v", n_);
@@ -107,6 +110,7 @@ class Slamb final : public OptimizerImpl<Slamb> {
   std::vector<float> r_;  // freshness: 1 where the momentum was averaged this step
   std::vector<float> u_;  // workspace
   std::vector<uint8_t> bits_;
+  std::vector<float> phi_fresh_;  // of the last step (diagnostics, not state)
 };
 
 }  // namespace

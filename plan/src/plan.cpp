@@ -19,9 +19,10 @@ void add(CommPlan& plan, int src, int dst, uint64_t bytes, int round) {
   if (bytes > 0) plan.transfers.push_back(Transfer{src, dst, bytes, round});
 }
 
-void plan_ring(CommPlan& plan, size_t n, size_t elem_bytes) {
+}  // namespace
+
+void ring_allreduce_plan(CommPlan& plan, size_t n, size_t elem_bytes) {
   const int p = plan.p;
-  plan.algorithm = "ring";
   for (int s = 0; s < p - 1; ++s) {
     for (int r = 0; r < p; ++r) {
       const int chunk = ((r - s) % p + p) % p;
@@ -36,24 +37,25 @@ void plan_ring(CommPlan& plan, size_t n, size_t elem_bytes) {
   }
 }
 
-// Every rank sends `bytes` to every other rank within one round.
-void plan_direct(CommPlan& plan, uint64_t bytes, int round) {
+void ring_allgather_plan(CommPlan& plan, uint64_t bytes, int round) {
+  for (int s = 0; s + 1 < plan.p; ++s)
+    for (int r = 0; r < plan.p; ++r) add(plan, r, (r + 1) % plan.p, bytes, round + s);
+}
+
+void direct_exchange_plan(CommPlan& plan, uint64_t bytes, int round) {
   for (int r = 0; r < plan.p; ++r) {
     for (int k = 1; k < plan.p; ++k) add(plan, r, (r + k) % plan.p, bytes, round);
   }
 }
 
-void plan_onebit(CommPlan& plan, size_t n) {
-  plan.algorithm = "onebit_two_phase";
-  const uint64_t piece_bytes = onebit_padded_size(n, plan.p) / static_cast<uint64_t>(plan.p) / 8;
-  if (n == 0) return;                 // the algorithm returns before any exchange
-  plan_direct(plan, piece_bytes, 0);  // all-to-all of worker sign pieces
-  plan_direct(plan, 4, 1);            // allgather of worker scales
-  plan_direct(plan, piece_bytes, 2);  // allgather of server sign chunks
-  plan_direct(plan, 4, 3);            // allgather of server scales
+std::vector<OnebitExchange> onebit_exchanges(size_t n, int p) {
+  if (n == 0) return {};
+  const uint64_t piece = onebit_padded_size(n, p) / static_cast<uint64_t>(p) / 8;
+  return {{CollKind::kAlltoall, piece, "worker sign pieces"},
+          {CollKind::kAllgather, 4, "worker scales"},
+          {CollKind::kAllgather, piece, "server chunks"},
+          {CollKind::kAllgather, 4, "server scales"}};
 }
-
-}  // namespace
 
 uint64_t CommPlan::bytes_sent_by(int rank) const {
   uint64_t total = 0;
@@ -93,22 +95,28 @@ CommPlan make_plan(const CommCall& call, int p) {
   switch (call.kind) {
     case CollKind::kAllreduce:
     case CollKind::kSparseAllreduce:
-      plan_ring(plan, call.count, dtype_bytes(call.dtype));
+      plan.algorithm = "ring";
+      ring_allreduce_plan(plan, call.count, dtype_bytes(call.dtype));
       break;
-    case CollKind::kCompressedAllreduce:
-      plan_onebit(plan, call.count);
+    case CollKind::kCompressedAllreduce: {
+      // clbo's algorithm runs every exchange, the allgathers included, as a direct exchange.
+      plan.algorithm = "onebit_two_phase";
+      int round = 0;
+      for (const OnebitExchange& e : onebit_exchanges(call.count, p))
+        direct_exchange_plan(plan, e.bytes, round++);
       break;
+    }
     case CollKind::kTopkAllgather:
       plan.algorithm = "direct_allgather";
-      plan_direct(plan, 8 * static_cast<uint64_t>(call.count), 0);
+      direct_exchange_plan(plan, 8 * static_cast<uint64_t>(call.count));
       break;
     case CollKind::kAlltoall:
       plan.algorithm = "direct_alltoall";
-      plan_direct(plan, call.count * dtype_bytes(call.dtype), 0);
+      direct_exchange_plan(plan, call.count * dtype_bytes(call.dtype));
       break;
     case CollKind::kAllgather:
       plan.algorithm = "direct_allgather";
-      plan_direct(plan, call.count * dtype_bytes(call.dtype), 0);
+      direct_exchange_plan(plan, call.count * dtype_bytes(call.dtype));
       break;
   }
   return plan;

@@ -114,7 +114,7 @@ def plot(results_dir, out_dir, name="convergence", input="convergence/adam_famil
     acc_ax.set_ylabel("test accuracy (%)")
     model = (doc.get("resolved") or {}).get("model", "?")
     for ax, title in ((loss_ax, f"training loss, model {model} (global batch, before the step)"),
-                      (acc_ax, "test accuracy (rank 0's parameters)")):
+                      (acc_ax, "test accuracy (the kept parameters)")):
         ax.set_xlabel(f"samples seen (batch {batch:.0f})")
         ax.xaxis.set_major_formatter(common.matplotlib.ticker.FuncFormatter(
             common.count_formatter))

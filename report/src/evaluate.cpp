@@ -19,7 +19,23 @@ struct Context {
   const Claim& claim;
   const ResultsStore& store;
   std::vector<std::string> files;  // keys read, first-read order
+  std::string implementation;      // forced on runs that state one; empty: each file's primary
 };
+
+// The implementations a simulation results file ran, primary first (files written before
+// the profiles existed ran clbo's).
+std::vector<std::string> implementations_of(const ResultsFile& f) {
+  if (f.schema != "clbo.simulate/1") return {};
+  const json* list = nullptr;
+  if (f.doc.contains("inputs") && f.doc["inputs"].contains("settings") &&
+      f.doc["inputs"]["settings"].contains("implementation"))
+    list = &f.doc["inputs"]["settings"]["implementation"];
+  if (!list || !list->is_array() || list->empty()) return {"clbo"};
+  std::vector<std::string> out;
+  for (const auto& v : *list)
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
 
 [[noreturn]] void fail(const Context& cx, const Selector& sel, const std::string& why) {
   const json shown = {
@@ -104,12 +120,23 @@ double select(Context& cx, const Selector& sel, json* chosen_where = nullptr) {
   if (!f->doc.contains(sel.array) || !f->doc[sel.array].is_array())
     fail(cx, sel, fmt::format("{} has no top-level array \"{}\"", f->path, sel.array));
   const json& array = f->doc[sel.array];
+  // Runs of several implementations sit side by side: one the selector does not name is
+  // the one being evaluated (the file's primary by default).
+  std::string implementation;
+  if (!sel.where.contains("implementation")) {
+    const auto listed = implementations_of(*f);
+    implementation = !cx.implementation.empty() ? cx.implementation
+                     : listed.empty()           ? std::string()
+                                                : listed.front();
+  }
   std::vector<const json*> matches;
   for (const auto& e : array) {
     if (!e.is_object()) continue;
     bool ok = true;
     for (auto it = sel.where.begin(); it != sel.where.end() && ok; ++it)
       ok = e.contains(it.key()) && e[it.key()] == it.value();
+    if (ok && !implementation.empty() && e.contains("implementation"))
+      ok = e["implementation"] == implementation;
     if (ok) matches.push_back(&e);
   }
   if (matches.empty())
@@ -170,8 +197,11 @@ double metric_value(Context& cx, const Metric& m, json* where_of_a) {
 
 }  // namespace
 
-ClaimRow evaluate_claim(const ClaimSpec& spec, const Claim& claim, const ResultsStore& store) {
-  Context cx{spec, claim, store, {}};
+// One evaluation with the given implementation forced on runs that state one (empty: each
+// file's primary).
+static ClaimRow evaluate_with(const ClaimSpec& spec, const Claim& claim, const ResultsStore& store,
+                              const std::string& implementation) {
+  Context cx{spec, claim, store, {}, implementation};
   ClaimRow row;
   row.spec = &spec;
   row.claim = &claim;
@@ -192,7 +222,7 @@ ClaimRow evaluate_claim(const ClaimSpec& spec, const Claim& claim, const Results
         Claim c = claim;
         c.metric = sub;
         c.scale = 1.0;
-        ClaimRow r = evaluate_claim(spec, c, store);
+        ClaimRow r = evaluate_with(spec, c, store, implementation);
         for (const auto& k : r.files)
           if (std::find(cx.files.begin(), cx.files.end(), k) == cx.files.end())
             cx.files.push_back(k);
@@ -225,6 +255,33 @@ ClaimRow evaluate_claim(const ClaimSpec& spec, const Claim& claim, const Results
   row.provenance = any_sim && any_measured ? "measured+simulated"
                    : any_sim               ? "simulated"
                                            : "measured";
+  return row;
+}
+
+ClaimRow evaluate_claim(const ClaimSpec& spec, const Claim& claim, const ResultsStore& store) {
+  ClaimRow row = evaluate_with(spec, claim, store, "");
+  if (!row.clbo_value) return row;
+  // The implementations every simulation file the claim read has run, in the first file's
+  // order; the first file's primary is the row's.
+  std::vector<std::string> common;
+  bool first = true;
+  for (const auto& k : row.files) {
+    const auto listed = implementations_of(*store.find(k));
+    if (listed.empty()) continue;
+    if (first) {
+      common = listed;
+      row.implementation = listed.front();
+      first = false;
+      continue;
+    }
+    std::vector<std::string> kept;
+    for (const auto& i : common)
+      if (std::find(listed.begin(), listed.end(), i) != listed.end()) kept.push_back(i);
+    common = kept;
+  }
+  if (common.size() < 2) return row;
+  for (const auto& im : common)
+    row.by_implementation.push_back({im, *evaluate_with(spec, claim, store, im).clbo_value});
   return row;
 }
 

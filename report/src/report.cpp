@@ -48,22 +48,33 @@ std::string error_cell(const ClaimRow& r) {
   return pct == "-0.0%" || pct == "+0.0%" ? "0.0%" : pct;
 }
 
+// "deepspeed 2.67x; clbo 3.15x": the value under every implementation the results hold.
+std::string implementations_cell(const ClaimRow& r) {
+  if (r.by_implementation.empty()) return kDash;
+  std::string s;
+  for (const auto& [im, v] : r.by_implementation)
+    s += (s.empty() ? "" : "; ") + im + " " + with_unit(format_number(v), r.claim->unit);
+  return s;
+}
+
 std::string band_cell(const ClaimRow& r) {
   return r.band == Band::kWithin ? "✓" : r.band == Band::kOutside ? "✗" : kDash;
 }
 
-const std::vector<std::string> kColumns = {"setting",        "quantity",    "paper",      "clbo",
-                                           "relative error", "within band", "provenance", "source"};
+const std::vector<std::string> kColumns = {
+    "setting",     "quantity",          "paper",      "clbo",  "relative error",
+    "within band", "by implementation", "provenance", "source"};
 
 Table claims_table(const std::string& title, const std::vector<const ClaimRow*>& rows) {
   Table t;
   t.title = title;
   t.header = kColumns;
-  t.right_align = {false, false, true, true, true, false, false, false};
-  t.wrap = {true, true, false, false, false, false, false, false};
+  t.right_align = {false, false, true, true, true, false, false, false, false};
+  t.wrap = {true, true, false, false, false, false, false, false, false};
   for (const ClaimRow* r : rows)
     t.rows.push_back({r->claim->setting, r->claim->quantity, paper_cell(*r->claim), clbo_cell(*r),
-                      error_cell(*r), band_cell(*r), r->provenance, r->claim->source});
+                      error_cell(*r), band_cell(*r), implementations_cell(*r), r->provenance,
+                      r->claim->source});
   return t;
 }
 
@@ -85,7 +96,10 @@ std::string intro(const std::string& results_dir) {
       "throughput, speedup, efficiency and time rows, ±5% for volume and rounds rows, unless a "
       "claim states its own; projections and accuracy gaps have none. Provenance says whether "
       "clbo's number was simulated (clbo simulate), measured (clbo train, clbo bench) or is only "
-      "published.",
+      "published. Simulations say whose code they model (docs/implementations.md): the clbo "
+      "column and the band use each results file's primary implementation (deepspeed for "
+      "claims measured with DeepSpeed's onebit code, clbo for clbo's projections); \"by "
+      "implementation\" gives the value under every implementation the results hold.",
       clbo_version(), clbo_git_hash(), results_dir);
 }
 
@@ -162,10 +176,27 @@ Document headline_document(const std::vector<ClaimRow>& rows, const std::string&
 Table claims_csv_table(const std::vector<ClaimRow>& rows) {
   Table t;
   t.title = "claims";
-  t.header = {"id",         "paper",       "table",        "setting",     "quantity",
-              "kind",       "unit",        "up_to",        "paper_value", "clbo_value",
-              "rel_error",  "within_band", "tolerance",    "provenance",  "source",
-              "max_min_of", "explanation", "results_files"};
+  t.header = {"id",
+              "paper",
+              "table",
+              "setting",
+              "quantity",
+              "kind",
+              "unit",
+              "up_to",
+              "paper_value",
+              "clbo_value",
+              "rel_error",
+              "within_band",
+              "tolerance",
+              "provenance",
+              "source",
+              "max_min_of",
+              "explanation",
+              "results_files",
+              "implementation",
+              "value_clbo",
+              "value_deepspeed"};
   auto num = [](const std::optional<double>& v) {
     return v ? fmt::format("{}", *v) : std::string();
   };
@@ -178,10 +209,32 @@ Table claims_csv_table(const std::vector<ClaimRow>& rows) {
                             : r.band == Band::kOutside
                                 ? (c.deviation.empty() ? "unexplained" : c.deviation)
                                 : "";
-    t.rows.push_back({c.id, c.paper, c.table, c.setting, c.quantity, c.kind, c.unit,
-                      c.up_to ? "true" : "false", num(c.paper_value), num(r.clbo_value),
-                      num(r.rel_error), band, num(c.tolerance), r.provenance, c.source, r.winner,
-                      why, files});
+    auto under = [&](const std::string& im) {
+      for (const auto& [name, v] : r.by_implementation)
+        if (name == im) return fmt::format("{}", v);
+      return im == r.implementation ? num(r.clbo_value) : std::string();
+    };
+    t.rows.push_back({c.id,
+                      c.paper,
+                      c.table,
+                      c.setting,
+                      c.quantity,
+                      c.kind,
+                      c.unit,
+                      c.up_to ? "true" : "false",
+                      num(c.paper_value),
+                      num(r.clbo_value),
+                      num(r.rel_error),
+                      band,
+                      num(c.tolerance),
+                      r.provenance,
+                      c.source,
+                      r.winner,
+                      why,
+                      files,
+                      r.implementation,
+                      under("clbo"),
+                      under("deepspeed")});
   }
   return t;
 }

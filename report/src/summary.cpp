@@ -83,22 +83,27 @@ void volume_table(Document& doc, const ResultsStore& store) {
 }
 
 // Speedup: one table per simulation file, a row per (cluster, optimizer) and a column per
-// GPU count; the batch joins the row when one (cluster, GPUs, optimizer) has several.
+// GPU count; the batch joins the row when one (cluster, GPUs, optimizer) has several, and the
+// implementation profile when the file holds more than one (each run is compared with its own
+// profile's baseline, so the profiles' speedups are different rows, never one cell).
 void speedup_tables(Document& doc, const ResultsStore& store) {
   bool any = false;
   for (const ResultsFile* f : store.with_schema("clbo.simulate/1")) {
     const json& runs = runs_of(*f);
     std::set<double> gpus;
     std::map<std::string, std::set<std::string>> batches;
+    std::set<std::string> implementations;
     for (const auto& r : runs) {
       if (!number_at(r, {"simulated", "speedup"}) || !r["gpus"].is_number()) continue;
       gpus.insert(r["gpus"].get<double>());
+      implementations.insert(str(r, "implementation"));
       batches[str(r, "cluster") + "|" + str(r, "gpus") + "|" + str(r, "optimizer")].insert(
           str(r, "batch_size"));
     }
     if (gpus.empty()) continue;
     bool by_batch = false;
     for (const auto& [k, b] : batches) by_batch |= b.size() > 1;
+    const bool by_implementation = implementations.size() > 1;
     std::vector<std::string> row_keys;
     std::map<std::string, std::map<double, std::string>> cells;
     std::map<std::string, std::vector<std::string>> labels;
@@ -108,6 +113,7 @@ void speedup_tables(Document& doc, const ResultsStore& store) {
       std::vector<std::string> label = {str(r, "cluster"),
                                         str(r, "optimizer") + " vs " + str(r, "baseline")};
       if (by_batch) label.push_back(str(r, "batch_size"));
+      if (by_implementation) label.push_back(str(r, "implementation"));
       std::string key;
       for (const auto& l : label) key += l + "|";
       if (!cells.count(key)) {
@@ -124,6 +130,7 @@ void speedup_tables(Document& doc, const ResultsStore& store) {
         f->path + ".";
     t.header = {"cluster", "optimizer"};
     if (by_batch) t.header.push_back("batch");
+    if (by_implementation) t.header.push_back("implementation");
     t.right_align.assign(t.header.size(), false);
     for (double g : gpus) {
       t.header.push_back(fmt::format("{} GPU{}", g, g == 1 ? "" : "s"));
@@ -142,12 +149,13 @@ void speedup_tables(Document& doc, const ResultsStore& store) {
                   store.dir() + ".");
 }
 
-std::string mean_std(const json& e, const std::string& key, double scale, const char* unit) {
+std::string mean_std(const json& e, const std::string& key, double scale, const char* unit,
+                     int digits = 2) {
   const json* m = number_at(e, {key.c_str(), "mean"});
   if (!m) return kDash;
   const json* s = number_at(e, {key.c_str(), "std"});
-  std::string out = fmt::format("{:.2f}", m->get<double>() * scale);
-  if (s) out += fmt::format(" ± {:.2f}", s->get<double>() * scale);
+  std::string out = fmt::format("{:.{}f}", m->get<double>() * scale, digits);
+  if (s) out += fmt::format(" ± {:.{}f}", s->get<double>() * scale, digits);
   return out + unit;
 }
 
@@ -158,12 +166,13 @@ void convergence_tables(Document& doc, const ResultsStore& store) {
     Table t;
     t.title = "Convergence gaps: " + f->key;
     t.caption =
-        "Measured final test accuracy over seeds (mean ± std), its gap to the baseline "
-        "in accuracy points, and bytes sent relative to the baseline, from " +
+        "Measured final test accuracy and training-set loss over seeds (mean ± std), the "
+        "accuracy gap to the baseline in points (paired by seed), and bytes sent relative to "
+        "the baseline, from " +
         f->path + ".";
-    t.header = {"run",           "optimizer",    "baseline",        "seeds",
-                "test accuracy", "gap (points)", "comm vs baseline"};
-    t.right_align = {false, false, false, true, true, true, true};
+    t.header = {"run",           "optimizer",    "baseline",          "seeds",
+                "test accuracy", "gap (points)", "training-set loss", "comm vs baseline"};
+    t.right_align = {false, false, false, true, true, true, true, true};
     for (const auto& s : f->doc["summary"]) {
       const json* comm = number_at(s, {"comm_relative_to_baseline"});
       std::string seeds = str(s, "seeds_run");
@@ -172,6 +181,7 @@ void convergence_tables(Document& doc, const ResultsStore& store) {
       t.rows.push_back({str(s, "label"), str(s, "optimizer_type"), str(s, "baseline"), seeds,
                         mean_std(s, "final_test_accuracy", 100, " %"),
                         mean_std(s, "gap_to_baseline_points", 1, ""),
+                        mean_std(s, "final_train_set_loss", 1, "", 4),
                         comm ? format_number(comm->get<double>()) + "x" : kDash});
     }
     doc.table(std::move(t));

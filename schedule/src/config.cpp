@@ -157,6 +157,31 @@ SlambParams read_slamb(ConfigReader& r) {
   return s;
 }
 
+OneBitAdamNoErrorFeedbackParams read_onebit_adam_no_ef(ConfigReader& r) {
+  OneBitAdamNoErrorFeedbackParams o;
+  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0);
+  o.comm_granularity = read_granularity(r);
+  accept_onebit_deepspeed_params(r);
+  return o;
+}
+
+NaiveOneBitAdamParams read_naive_onebit_adam(ConfigReader& r) {
+  NaiveOneBitAdamParams o;
+  o.dense_steps = r.integer("dense_steps", o.dense_steps, 0);
+  o.comm_granularity = read_granularity(r);
+  accept_onebit_deepspeed_params(r);
+  return o;
+}
+
+NaiveOneBitLambParams read_naive_onebit_lamb(ConfigReader& r) {
+  NaiveOneBitLambParams o;
+  o.freeze_step = r.integer("freeze_step", o.freeze_step, 0);
+  read_trust_clamp(r, o.min_coeff, o.max_coeff);
+  o.comm_granularity = read_granularity(r);
+  accept_onebit_deepspeed_params(r);
+  return o;
+}
+
 OptimizerKind read_kind(const nlohmann::json& opt, const std::string& file,
                         const std::string& field) {
   const auto it = opt.find("type");
@@ -180,8 +205,15 @@ const char* granularity_name(CommGranularity g) {
 }  // namespace
 
 const std::vector<std::string>& optimizer_type_names() {
-  static const std::vector<std::string> names = {"Adam",       "Lamb",        "OneBitAdam",
-                                                 "OneBitLamb", "ZeroOneAdam", "Slamb"};
+  static const std::vector<std::string> names = {"Adam",
+                                                 "Lamb",
+                                                 "OneBitAdam",
+                                                 "OneBitLamb",
+                                                 "ZeroOneAdam",
+                                                 "Slamb",
+                                                 "OneBitAdamNoErrorFeedback",
+                                                 "NaiveOneBitAdam",
+                                                 "NaiveOneBitLamb"};
   return names;
 }
 
@@ -193,13 +225,19 @@ const std::string& OptimizerConfig::type_name() const {
   return clbo::type_name(kind);
 }
 
-OptimizerConfig parse_optimizer_config(const nlohmann::json& block, const std::string& file) {
-  if (!block.is_object()) throw InputError(file, "(root)", block.dump(), "expected a JSON object");
+OptimizerConfig parse_optimizer_config(const nlohmann::json& block, const std::string& file,
+                                       const std::string& block_prefix) {
+  if (!block.is_object())
+    throw InputError(file, block_prefix.empty() ? "(root)" : block_prefix, block.dump(),
+                     "expected a JSON object");
   // A whole DeepSpeed config carries the block under "optimizer"; its other sections
   // (batch sizes, fp16, ZeRO, ...) belong to other engines and are not read here.
   const bool whole_config = block.contains("optimizer");
   const nlohmann::json& opt = whole_config ? block.at("optimizer") : block;
-  const std::string prefix = whole_config ? "optimizer" : "";
+  const std::string inner = whole_config ? "optimizer" : "";
+  const std::string prefix = block_prefix.empty() ? inner
+                             : inner.empty()      ? block_prefix
+                                                  : block_prefix + "." + inner;
   ConfigReader top(opt, file, prefix);
 
   OptimizerConfig c;
@@ -232,6 +270,15 @@ OptimizerConfig parse_optimizer_config(const nlohmann::json& block, const std::s
       break;
     case OptimizerKind::kSlamb:
       c.params = read_slamb(r);
+      break;
+    case OptimizerKind::kOneBitAdamNoErrorFeedback:
+      c.params = read_onebit_adam_no_ef(r);
+      break;
+    case OptimizerKind::kNaiveOneBitAdam:
+      c.params = read_naive_onebit_adam(r);
+      break;
+    case OptimizerKind::kNaiveOneBitLamb:
+      c.params = read_naive_onebit_lamb(r);
       break;
   }
   r.finish();
@@ -277,7 +324,19 @@ nlohmann::json to_json(const OptimizerConfig& c) {
           p["local_step_clipper"] = x.local_step_clipper;
           p["comm_granularity"] = granularity_name(x.comm_granularity);
           p["compat_deepspeed_step_count"] = x.compat_deepspeed_step_count;
+        } else if constexpr (std::is_same_v<T, OneBitAdamNoErrorFeedbackParams>) {
+          p["freeze_step"] = x.freeze_step;
+          p["comm_granularity"] = granularity_name(x.comm_granularity);
+        } else if constexpr (std::is_same_v<T, NaiveOneBitAdamParams>) {
+          p["dense_steps"] = x.dense_steps;
+          p["comm_granularity"] = granularity_name(x.comm_granularity);
+        } else if constexpr (std::is_same_v<T, NaiveOneBitLambParams>) {
+          p["freeze_step"] = x.freeze_step;
+          p["max_coeff"] = x.max_coeff;
+          p["min_coeff"] = x.min_coeff;
+          p["comm_granularity"] = granularity_name(x.comm_granularity);
         } else {
+          static_assert(std::is_same_v<T, SlambParams>);
           p["compress_ratio"] = x.compress_ratio;
           p["beta3"] = x.beta3;
           p["local_steps"] = x.local_steps;
@@ -293,18 +352,38 @@ nlohmann::json to_json(const OptimizerConfig& c) {
 }
 
 int64_t onebit_warmup_steps(const OptimizerConfig& c) {
-  int64_t freeze = 0;
-  bool compat = false;
-  if (c.kind == OptimizerKind::kOneBitAdam) {
-    freeze = c.as<OneBitAdamParams>().freeze_step;
-    compat = c.as<OneBitAdamParams>().compat_deepspeed_step_count;
-  } else if (c.kind == OptimizerKind::kOneBitLamb) {
-    freeze = c.as<OneBitLambParams>().freeze_step;
-    compat = c.as<OneBitLambParams>().compat_deepspeed_step_count;
-  } else {
-    throw Error("onebit_warmup_steps: " + c.type_name() + " is not a 1-bit Adam/LAMB config");
+  switch (c.kind) {
+    case OptimizerKind::kOneBitAdam: {
+      const auto& o = c.as<OneBitAdamParams>();
+      return o.compat_deepspeed_step_count ? std::max<int64_t>(0, o.freeze_step - 1)
+                                           : o.freeze_step;
+    }
+    case OptimizerKind::kOneBitLamb: {
+      const auto& o = c.as<OneBitLambParams>();
+      return o.compat_deepspeed_step_count ? std::max<int64_t>(0, o.freeze_step - 1)
+                                           : o.freeze_step;
+    }
+    case OptimizerKind::kOneBitAdamNoErrorFeedback:
+      return c.as<OneBitAdamNoErrorFeedbackParams>().freeze_step;
+    case OptimizerKind::kNaiveOneBitAdam:
+      return c.as<NaiveOneBitAdamParams>().dense_steps;
+    case OptimizerKind::kNaiveOneBitLamb:
+      return c.as<NaiveOneBitLambParams>().freeze_step;
+    default:
+      throw Error("onebit_warmup_steps: " + c.type_name() +
+                  " does not switch from dense to 1-bit compression");
   }
-  return compat ? std::max<int64_t>(0, freeze - 1) : freeze;
+}
+
+CommGranularity comm_granularity(const OptimizerConfig& c) {
+  return std::visit(
+      [](const auto& x) {
+        if constexpr (requires { x.comm_granularity; })
+          return x.comm_granularity;
+        else
+          return CommGranularity::kFlat;
+      },
+      c.params);
 }
 
 }  // namespace clbo

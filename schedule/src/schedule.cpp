@@ -100,16 +100,18 @@ CommSchedule schedule_at(const OptimizerConfig& c, int64_t t, const ParamLayout&
       s.calls.push_back(dense_call(n, "grad"));
       break;
     case OptimizerKind::kOneBitAdam:
-    case OptimizerKind::kOneBitLamb: {
+    case OptimizerKind::kOneBitLamb:
+    case OptimizerKind::kOneBitAdamNoErrorFeedback:
+    case OptimizerKind::kNaiveOneBitAdam:
+    case OptimizerKind::kNaiveOneBitLamb: {
       if (t <= onebit_warmup_steps(c)) {
         s.phase = Phase::kWarmup;
         s.calls.push_back(dense_call(n, "grad"));
       } else {
         s.phase = Phase::kCompression;
-        const CommGranularity g = c.kind == OptimizerKind::kOneBitAdam
-                                      ? c.as<OneBitAdamParams>().comm_granularity
-                                      : c.as<OneBitLambParams>().comm_granularity;
-        append_compressed_calls(s, g, layout, "momentum");
+        // The naive 1-bit Adam compresses the gradient; the others their momentum.
+        append_compressed_calls(s, comm_granularity(c), layout,
+                                c.kind == OptimizerKind::kNaiveOneBitAdam ? "grad" : "momentum");
       }
       break;
     }

@@ -128,7 +128,8 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
   if (c.name.empty()) r.fail("name", "required");
   c.description = text(r, obj, "description");
   c.source = text(r, obj, "source");
-  r.ignore("sources");  // per-field notes for readers; results copy them verbatim
+  r.ignore("sources");      // per-field notes for readers; results copy them verbatim
+  r.ignore("calibration");  // how a fitted preset was fitted (clbo calibrate)
   c.gpu = text(r, obj, "gpu");
   if (c.gpu.empty()) r.fail("gpu", "required: the GPU type, e.g. \"V100-SXM2\"");
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 0, 0));
@@ -198,15 +199,44 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
   return c;
 }
 
-ClusterSpec resolve_cluster(const nlohmann::json& ref, const std::string& where,
-                            const std::string& field) {
-  if (ref.is_object()) return parse_cluster(ref, where, field);
+nlohmann::json cluster_json(const nlohmann::json& ref, const std::string& where,
+                            const std::string& field, std::string* from) {
+  if (ref.is_object()) {
+    if (from) *from = where;
+    return ref;
+  }
   if (!ref.is_string())
     throw InputError(where, field, ref.dump(), "expected a preset name, a JSON path or an object");
   const std::string s = ref.get<std::string>();
-  if (s.size() > 5 && s.substr(s.size() - 5) == ".json") return parse_cluster(load_json_file(s), s);
-  const nlohmann::json j = preset_json("clusters", s, where, field);
-  return parse_cluster(j, preset_path("clusters", s));
+  const bool path = (s.size() > 5 && s.substr(s.size() - 5) == ".json") ||
+                    s.find('/') != std::string::npos || std::filesystem::is_regular_file(s);
+  if (!path) {
+    if (from) *from = preset_path("clusters", s);
+    return preset_json("clusters", s, where, field);
+  }
+  if (!std::filesystem::is_regular_file(s))
+    throw InputError(where, field, ref.dump(), "no such cluster file");
+  nlohmann::json j;
+  try {
+    j = load_json_file(s);
+  } catch (const InputError& e) {
+    throw InputError(where, field, ref.dump(), std::string("not a cluster: ") + e.what());
+  }
+  // A cluster names its GPUs and its fabric; a file without them is something else (an
+  // experiment, a results file), not a cluster with missing fields.
+  if (!j.is_object() || !j.contains("gpus_per_node") || !j.contains("fabric"))
+    throw InputError(where, field, ref.dump(),
+                     "not a cluster: a cluster JSON has \"gpu\", \"gpus_per_node\", "
+                     "\"fabric\", ... (docs/simulator.md, Clusters)");
+  if (from) *from = s;
+  return j;
+}
+
+ClusterSpec resolve_cluster(const nlohmann::json& ref, const std::string& where,
+                            const std::string& field) {
+  std::string from;
+  const nlohmann::json j = cluster_json(ref, where, field, &from);
+  return ref.is_object() ? parse_cluster(j, where, field) : parse_cluster(j, from);
 }
 
 void check_gpu_count(const ClusterSpec& c, int p, const std::string& where,

@@ -103,13 +103,13 @@ double union_length(std::vector<std::pair<double, double>> spans) {
 }  // namespace
 
 StepKindResult step_result(const StepKind& kind, const TrainingSetup& s, const Program& prog,
-                           const ProgramResult& r) {
+                           const ProgramResult& r, double optimizer_extra_s) {
   StepKindResult k;
   k.kind = kind;
   const int mb = static_cast<int>(s.micro_batch);
   k.fwd_s = static_cast<double>(s.grad_acc) * s.compute.fwd_s(mb);
   k.bwd_s = static_cast<double>(s.grad_acc) * s.compute.bwd_s(mb);
-  k.optimizer_s = s.compute.optimizer_s;
+  k.optimizer_s = s.compute.optimizer_s + optimizer_extra_s;
   // Bucketed allreduces overlap one another, so the busy time is the union of the
   // communication segments' spans, not their sum.
   std::vector<std::pair<double, double>> spans;

@@ -100,6 +100,35 @@ TEST(CommPlan, DirectCollectivesAndTopk) {
   EXPECT_EQ(topk.bytes_sent_by(1), 3u * 40);  // 8 bytes per pair whatever the dtype
 }
 
+TEST(CommPlan, OnebitExchangesNameEachPhaseOnce) {
+  const auto ex = onebit_exchanges(1001, 4);
+  ASSERT_EQ(ex.size(), 4u);
+  const uint64_t piece = onebit_padded_size(1001, 4) / 4 / 8;
+  EXPECT_EQ(ex[0].kind, CollKind::kAlltoall);
+  EXPECT_EQ(ex[0].bytes, piece);
+  EXPECT_EQ(ex[2].bytes, piece);
+  for (int i : {1, 2, 3}) EXPECT_EQ(ex[static_cast<size_t>(i)].kind, CollKind::kAllgather);
+  EXPECT_EQ(ex[1].bytes, 4u);
+  EXPECT_EQ(ex[3].bytes, 4u);
+  std::set<std::string> names;
+  for (const auto& e : ex) names.insert(e.name);
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_TRUE(onebit_exchanges(0, 4).empty());
+}
+
+TEST(CommPlan, RingAllgatherSendsWhatTheDirectAllgatherSends) {
+  for (int p : {2, 3, 8}) {
+    CommPlan ring, direct;
+    ring.p = direct.p = p;
+    ring_allgather_plan(ring, 1000, 2);
+    direct_exchange_plan(direct, 1000);
+    EXPECT_EQ(ring.num_rounds(), 2 + p - 1);  // offset by the starting round
+    for (const Transfer& t : ring.transfers) EXPECT_EQ(t.dst, (t.src + 1) % p);
+    for (int r = 0; r < p; ++r) EXPECT_EQ(ring.bytes_sent_by(r), direct.bytes_sent_by(r));
+    EXPECT_EQ(direct.num_rounds(), 1);
+  }
+}
+
 TEST(CommPlan, SingleRankPlansAreEmptyAndBadWorldSizesAreRejected) {
   for (CollKind k :
        {CollKind::kAllreduce, CollKind::kCompressedAllreduce, CollKind::kSparseAllreduce,

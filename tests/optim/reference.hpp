@@ -77,11 +77,13 @@ struct Dense {
   }
 };
 
-// §3 1-bit Adam.
+// §3 1-bit Adam; without error feedback (OneBitAdamNoErrorFeedback) the error buffers are
+// zeroed before every compressed call.
 struct OneBitAdam {
   Hyper h;
   int64_t warmup = 0;
   bool per_tensor = false;  // one compressed call per tensor instead of one over all
+  bool error_feedback = true;
   std::vector<float> m, v;
   std::vector<OnebitState> errs;
   int64_t t = 0;
@@ -98,6 +100,8 @@ struct OneBitAdam {
       }
     } else {
       for (size_t i = 0; i < n; ++i) m[i] = h.b1 * m[i] + (1.0f - h.b1) * local[i];
+      if (!error_feedback)
+        for (OnebitState& e : errs) e.zero();
       if (!per_tensor) {
         errs.resize(1);
         compressed_allreduce(comm, errs[0], m.data(), n);
@@ -108,6 +112,66 @@ struct OneBitAdam {
       }
     }
     for (size_t i = 0; i < n; ++i) w[i] -= h.lr * (m[i] / (std::sqrt(v[i]) + h.eps) + h.wd * w[i]);
+  }
+};
+
+// The naive error-compensated 1-bit Adam (docs/reference/algorithms.md §9.2): after
+// `dense` dense steps, Adam without bias correction on the 1-bit allreduced gradient, m and
+// v both updated from it.
+struct NaiveOneBitAdam {
+  Hyper h;
+  int64_t dense = 0;
+  std::vector<float> m, v;
+  OnebitState err;
+  int64_t t = 0;
+
+  void step(Communicator& comm, const ParamLayout& l, float* w, const std::vector<float>& local,
+            const std::vector<float>& mean) {
+    ++t;
+    const size_t n = l.total();
+    if (m.empty()) m.assign(n, 0.0f), v.assign(n, 0.0f);
+    std::vector<float> g = t <= dense ? mean : local;
+    if (t > dense) compressed_allreduce(comm, err, g.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      m[i] = h.b1 * m[i] + (1.0f - h.b1) * g[i];
+      v[i] = h.b2 * v[i] + (1.0f - h.b2) * g[i] * g[i];
+      w[i] -= h.lr * (m[i] / (std::sqrt(v[i]) + h.eps) + h.wd * w[i]);
+    }
+  }
+};
+
+// The naive 1-bit LAMB (docs/reference/algorithms.md §9.3): 1-bit LAMB's warmup
+// without the coefficient EMA, then v frozen, the momentum 1-bit allreduced, and LAMB's
+// trust ratio recomputed from it every step.
+struct NaiveOneBitLamb {
+  Hyper h;
+  int64_t warmup = 0;
+  float min_coeff = 0.01f, max_coeff = 10.0f;
+  std::vector<float> m, v;
+  OnebitState err;
+  int64_t t = 0;
+
+  void step(Communicator& comm, const ParamLayout& l, float* w, const std::vector<float>& local,
+            const std::vector<float>& mean) {
+    ++t;
+    const size_t n = l.total();
+    if (m.empty()) m.assign(n, 0.0f), v.assign(n, 0.0f);
+    if (t <= warmup) {
+      for (size_t i = 0; i < n; ++i) {
+        m[i] = h.b1 * m[i] + (1.0f - h.b1) * mean[i];
+        v[i] = h.b2 * v[i] + (1.0f - h.b2) * mean[i] * mean[i];
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) m[i] = h.b1 * m[i] + (1.0f - h.b1) * local[i];
+      compressed_allreduce(comm, err, m.data(), n);
+    }
+    std::vector<float> u(n);
+    for (size_t i = 0; i < n; ++i) u[i] = m[i] / (std::sqrt(v[i]) + h.eps) + h.wd * w[i];
+    for (size_t k = 0; k < l.num_tensors(); ++k) {
+      const size_t b = l[k].offset, e = b + l[k].size;
+      const float tr = trust(sumsq(w, b, e), sumsq(u.data(), b, e), min_coeff, max_coeff);
+      for (size_t i = b; i < e; ++i) w[i] -= h.lr * tr * u[i];
+    }
   }
 };
 

@@ -14,6 +14,9 @@ const std::vector<std::pair<std::string, nlohmann::json>> kAll = {
     {"OneBitLamb", {{"lr", 0.01}, {"freeze_step", 2}}},
     {"ZeroOneAdam", {{"lr", 0.01}, {"var_freeze_step", 3}, {"var_update_scaler", 1}}},
     {"Slamb", {{"lr", 0.01}, {"grad_size_thr", 40}, {"local_steps", 2}, {"compress_ratio", 0.5}}},
+    {"OneBitAdamNoErrorFeedback", {{"lr", 0.01}, {"freeze_step", 2}}},
+    {"NaiveOneBitAdam", {{"lr", 0.01}, {"dense_steps", 1}}},
+    {"NaiveOneBitLamb", {{"lr", 0.01}, {"freeze_step", 2}}},
 };
 
 // Gradients of iteration `iter` with a bad value on rank `bad_rank` at iteration `bad_iter`.

@@ -113,6 +113,52 @@ TEST_P(ReferenceTest, OneBitAdamPerTensorAndDeepSpeedStepCount) {
   expect_matches_reference<ref::OneBitAdam>(cfg, GetParam(), 10, proto, kOneBitAdamStep);
 }
 
+TEST_P(ReferenceTest, OneBitAdamNoErrorFeedback) {
+  ref::OneBitAdam proto;
+  proto.h = kRefHyper;
+  proto.warmup = 4;
+  proto.error_feedback = false;
+  expect_matches_reference<ref::OneBitAdam>(
+      block("OneBitAdamNoErrorFeedback", with_hyper({{"freeze_step", 4}})), GetParam(), 12, proto,
+      kOneBitAdamStep);
+}
+
+const RefStep<ref::NaiveOneBitAdam> kNaiveAdamStep =
+    [](ref::NaiveOneBitAdam& o, Communicator& comm, const ParamLayout& l, float* w,
+       const std::vector<float>& local,
+       const std::vector<float>& mean) { o.step(comm, l, w, local, mean); };
+
+TEST_P(ReferenceTest, NaiveOneBitAdamFromTheFirstStep) {
+  ref::NaiveOneBitAdam proto;
+  proto.h = kRefHyper;
+  expect_matches_reference<ref::NaiveOneBitAdam>(block("NaiveOneBitAdam", kHyper), GetParam(), 10,
+                                                 proto, kNaiveAdamStep);
+}
+
+TEST_P(ReferenceTest, NaiveOneBitAdamAfterDenseSteps) {
+  ref::NaiveOneBitAdam proto;
+  proto.h = kRefHyper;
+  proto.dense = 3;
+  expect_matches_reference<ref::NaiveOneBitAdam>(
+      block("NaiveOneBitAdam", with_hyper({{"dense_steps", 3}})), GetParam(), 10, proto,
+      kNaiveAdamStep);
+}
+
+const RefStep<ref::NaiveOneBitLamb> kNaiveLambStep =
+    [](ref::NaiveOneBitLamb& o, Communicator& comm, const ParamLayout& l, float* w,
+       const std::vector<float>& local,
+       const std::vector<float>& mean) { o.step(comm, l, w, local, mean); };
+
+TEST_P(ReferenceTest, NaiveOneBitLamb) {
+  ref::NaiveOneBitLamb proto;
+  proto.h = kRefHyper;
+  proto.warmup = 4;
+  proto.max_coeff = 0.3f;
+  expect_matches_reference<ref::NaiveOneBitLamb>(
+      block("NaiveOneBitLamb", with_hyper({{"freeze_step", 4}, {"max_coeff", 0.3}})), GetParam(),
+      12, proto, kNaiveLambStep);
+}
+
 const RefStep<ref::OneBitLamb> kOneBitLambStep =
     [](ref::OneBitLamb& o, Communicator& comm, const ParamLayout& l, float* w,
        const std::vector<float>& local,

@@ -58,6 +58,39 @@ TEST_F(EvaluateTest, ValueScaleBandAndProvenance) {
   EXPECT_DOUBLE_EQ(*r.rel_error, 0);
 }
 
+TEST_F(EvaluateTest, EveryClaimIsEvaluatedUnderEachImplementationTheResultsHold) {
+  // The same runs under two profiles; the file's primary (deepspeed) gives the row's value.
+  json results = sim_results();
+  json runs = json::array();
+  for (const char* im : {"deepspeed", "clbo"})
+    for (json run : results["runs"]) {
+      run["implementation"] = im;
+      if (std::string(im) == "deepspeed" && run["simulated"]["speedup"].is_number())
+        run["simulated"]["speedup"] = run["simulated"]["speedup"].get<double>() - 0.5;
+      runs.push_back(run);
+    }
+  results["runs"] = runs;
+  results["inputs"] = {{"settings", {{"implementation", {"deepspeed", "clbo"}}}}};
+  write_json("results/paper/demo-claims.json", results);
+  const ClaimRow r =
+      eval(claim("v", {{"op", "value"}, {"a", sel("1-bit Adam", 64, "simulated.speedup")}}));
+  EXPECT_EQ(r.implementation, "deepspeed");
+  EXPECT_DOUBLE_EQ(*r.clbo_value, 2.7);
+  ASSERT_EQ(r.by_implementation.size(), 2u);
+  EXPECT_EQ(r.by_implementation[0].first, "deepspeed");
+  EXPECT_DOUBLE_EQ(r.by_implementation[0].second, 2.7);
+  EXPECT_EQ(r.by_implementation[1].first, "clbo");
+  EXPECT_DOUBLE_EQ(r.by_implementation[1].second, 3.2);
+  // A selector that names an implementation reads that one only.
+  json named = sel("1-bit Adam", 64, "simulated.speedup");
+  named["where"]["implementation"] = "clbo";
+  EXPECT_DOUBLE_EQ(*eval(claim("n", {{"op", "value"}, {"a", named}})).clbo_value, 3.2);
+  // Results without profiles (before them, or other engines) give one value.
+  write_json("results/paper/demo-claims.json", sim_results());
+  EXPECT_TRUE(eval(claim("o", {{"op", "value"}, {"a", sel("1-bit Adam", 64, "simulated.speedup")}}))
+                  .by_implementation.empty());
+}
+
 TEST_F(EvaluateTest, RatioAndReduction) {
   json c = claim("r", {{"op", "ratio"},
                        {"a", sel("1-bit Adam", 64, "simulated.samples_per_s")},

@@ -95,11 +95,11 @@ TEST_F(PaperDocumentTest, TablesInSpecOrderWithOutOfBandAndNotComputedSections) 
   ASSERT_NE(second, std::string::npos) << md;
   EXPECT_LT(first, second);
   EXPECT_NE(md.find("| BERT-Large, 64 V100, 40 GbE | speedup over Adam | up to 3.3x | 3.20x | "
-                    "-3.0% | ✓ | simulated | docs/reference/published.md §1 |"),
+                    "-3.0% | ✓ | – | simulated | docs/reference/published.md §1 |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 3.3x | 2.50x | -24.2% | ✗ | simulated |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| – | – | – | published | docs/reference/published.md §1 |"),
+  EXPECT_NE(md.find("| 3.3x | 2.50x | -24.2% | ✗ | – | simulated |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| – | – | – | – | published | docs/reference/published.md §1 |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("- out (BERT-Large, 64 V100, 40 GbE; speedup over Adam): clbo 2.50x vs paper "
@@ -120,20 +120,20 @@ TEST_F(PaperDocumentTest, TablesInSpecOrderWithOutOfBandAndNotComputedSections) 
   const std::string& flat = csv.files.at("paper.csv");
   EXPECT_EQ(flat.substr(0, flat.find('\n')),
             "id,paper,table,setting,quantity,kind,unit,up_to,paper_value,clbo_value,rel_error,"
-            "within_band,tolerance,provenance,source,max_min_of,explanation,results_files");
+            "within_band,tolerance,provenance,source,max_min_of,explanation,results_files,"
+            "implementation,value_clbo,value_deepspeed");
   EXPECT_NE(flat.find("\nin,1-bit Adam,1-bit Adam: throughput,\"BERT-Large, 64 V100, 40 GbE\","
                       "speedup over Adam,speedup,x,true,3.3,3.2,"),
             std::string::npos)
       << flat;
-  EXPECT_NE(
-      flat.find(
-          ",no,0.15,simulated,docs/reference/published.md §1,,unexplained,paper/demo-claims\n"),
-      std::string::npos)
+  EXPECT_NE(flat.find(",no,0.15,simulated,docs/reference/published.md §1,,unexplained,"
+                      "paper/demo-claims,clbo,2.5,\n"),
+            std::string::npos)
       << flat;
   const ReportOutput tex = build_report({spec}, store, "tex");
   // Setting and quantity wrap; the numbers are right-aligned.
   EXPECT_NE(
-      tex.files.at("paper.tex").find("\\begin{tabular}{p{0.2\\textwidth}p{0.2\\textwidth}rrrlll}"),
+      tex.files.at("paper.tex").find("\\begin{tabular}{p{0.2\\textwidth}p{0.2\\textwidth}rrrllll}"),
       std::string::npos);
   EXPECT_NE(tex.files.at("paper.tex").find("up to 3.3x & 3.20x & -3.0\\% & $\\checkmark$"),
             std::string::npos);
@@ -161,11 +161,33 @@ TEST_F(PaperDocumentTest, SummaryTablesComeFromWhateverResultsExist) {
   EXPECT_NE(md.find("| paper-eth-v100 | 1-bit Adam vs Adam | 2.50x | 3.20x |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("| 1-bit Adam | OneBitAdam | Adam | 2 | 86.80 ± 0.20 % | -0.20 ± 0.10 | "
-                    "0.224x |"),
+                    "0.2500 ± 0.0125 | 0.224x |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| BM_compress_fused/16777216 | 20.125 | 8.50 | 0.910 |"), std::string::npos)
       << md;
+  // A file with two implementation profiles: each profile's speedup is its own row.
+  json two = sim_results();
+  json runs = json::array();
+  for (const char* impl : {"clbo", "deepspeed"})
+    for (json r : two["runs"]) {
+      r["implementation"] = impl;
+      if (std::string(impl) == "deepspeed" && r["simulated"]["speedup"].is_number())
+        r["simulated"]["speedup"] = r["simulated"]["speedup"].get<double>() / 2;
+      runs.push_back(r);
+    }
+  two["runs"] = runs;
+  write_json("results/sim/profiles.json", two);
+  const std::string both = render_markdown(summary_document(ResultsStore::load(path("results"))));
+  EXPECT_NE(both.find("| cluster | optimizer | implementation | 16 GPUs | 64 GPUs |"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("| paper-eth-v100 | 1-bit Adam vs Adam | clbo | 2.50x | 3.20x |"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("| paper-eth-v100 | 1-bit Adam vs Adam | deepspeed | 1.25x | 1.60x |"),
+            std::string::npos)
+      << both;
   // With nothing there, each section says so instead of an empty table.
   fs::create_directories(path("empty"));
   const std::string none = render_markdown(summary_document(ResultsStore::load(path("empty"))));

@@ -182,7 +182,10 @@ TEST(OptimConfig, CanonicalJsonRoundTrips) {
       block("OneBitAdam", {{"freeze_step", 7}, {"nonfinite", "skip"}}),
       block("OneBitLamb", {{"compat_keep_padding_tail", true}, {"coeff_beta", 0.8}}),
       block("ZeroOneAdam", {{"local_step_scaler", 32678}, {"comm_granularity", "tensor"}}),
-      block("Slamb", {{"comm_dtype", "fp32"}, {"seed", 42}, {"betas", {0.8, 0.99}}})};
+      block("Slamb", {{"comm_dtype", "fp32"}, {"seed", 42}, {"betas", {0.8, 0.99}}}),
+      block("OneBitAdamNoErrorFeedback", {{"freeze_step", 3}, {"comm_granularity", "tensor"}}),
+      block("NaiveOneBitAdam", {{"dense_steps", 2}, {"eps", 1e-6}}),
+      block("NaiveOneBitLamb", {{"freeze_step", 9}, {"max_coeff", 0.3}})};
   for (const auto& b : blocks) {
     const OptimizerConfig c = parse_optimizer_config(b, "x");
     const nlohmann::json j = to_json(c);
@@ -203,7 +206,40 @@ TEST(OptimConfig, WarmupStepsHonourTheDeepSpeedStepCount) {
       onebit_warmup_steps(parse_optimizer_config(
           block("OneBitLamb", {{"freeze_step", 0}, {"compat_deepspeed_step_count", true}}), "x")),
       0);
+  EXPECT_EQ(onebit_warmup_steps(parse_optimizer_config(block("NaiveOneBitAdam"), "x")), 0);
+  EXPECT_EQ(onebit_warmup_steps(
+                parse_optimizer_config(block("NaiveOneBitAdam", {{"dense_steps", 6}}), "x")),
+            6);
+  EXPECT_EQ(onebit_warmup_steps(
+                parse_optimizer_config(block("NaiveOneBitLamb", {{"freeze_step", 7}}), "x")),
+            7);
+  EXPECT_EQ(onebit_warmup_steps(parse_optimizer_config(
+                block("OneBitAdamNoErrorFeedback", {{"freeze_step", 8}}), "x")),
+            8);
   EXPECT_THROW(onebit_warmup_steps(parse_optimizer_config(block("Adam"), "x")), Error);
+}
+
+// The ablations are kinds of their own: their own fields, defaults and errors, never a
+// OneBitAdam in disguise.
+TEST(OptimConfig, NaiveSchemesHaveTheirOwnTypedConfigs) {
+  const auto naive = parse_optimizer_config(block("naiveonebitadam"), "x");
+  EXPECT_EQ(naive.kind, OptimizerKind::kNaiveOneBitAdam);
+  EXPECT_EQ(naive.type_name(), "NaiveOneBitAdam");
+  EXPECT_EQ(naive.as<NaiveOneBitAdamParams>().dense_steps, 0);  // the paper's scheme
+  const auto lamb = parse_optimizer_config(block("NaiveOneBitLamb"), "x");
+  EXPECT_EQ(lamb.as<NaiveOneBitLambParams>().freeze_step, 100000);
+  EXPECT_EQ(lamb.as<NaiveOneBitLambParams>().max_coeff, 10.0);
+  const auto no_ef = parse_optimizer_config(block("OneBitAdamNoErrorFeedback"), "x");
+  EXPECT_EQ(no_ef.kind, OptimizerKind::kOneBitAdamNoErrorFeedback);
+  EXPECT_EQ(comm_granularity(no_ef), CommGranularity::kFlat);
+  // A field of another kind is unknown here.
+  expect_input_error(block("NaiveOneBitAdam", {{"freeze_step", 5}}), "params.freeze_step", {});
+  expect_input_error(block("NaiveOneBitLamb", {{"coeff_beta", 0.9}}), "params.coeff_beta", {});
+  expect_input_error(block("OneBitAdamNoErrorFeedback", {{"compat_deepspeed_step_count", true}}),
+                     "params.compat_deepspeed_step_count", {});
+  expect_input_error(block("NaiveOneBitAdam", {{"dense_steps", -1}}), "params.dense_steps", {"-1"});
+  expect_input_error(block("NaiveOneBitLamb", {{"max_coeff", 0.001}}), "params.max_coeff",
+                     {"min_coeff"});
 }
 
 }  // namespace

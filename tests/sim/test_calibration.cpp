@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "clbo/core/config.hpp"
+#include "clbo/report/paper_rows.hpp"
 #include "clbo/sim/experiment.hpp"
 
 using namespace clbo;
@@ -11,7 +12,8 @@ using namespace clbo;
 TEST(Calibration, Table1RowsWithin15Percent) {
   const std::string file =
       std::string(CLBO_SOURCE_DIR) + "/experiments/sim/table1-calibration.json";
-  const nlohmann::json results = sim::run_experiment(load_json_file(file), file);
+  nlohmann::json results = sim::run_experiment(load_json_file(file), file);
+  report::attach_paper_rows(results, file);
   ASSERT_EQ(results["runs"].size(), 13u);
   for (const auto& run : results["runs"]) {
     const auto& err = run["simulated"]["error_pct_vs_paper"];

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "clbo/sim/analytic.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
 #include "sim_test_util.hpp"
 
 using namespace clbo;

@@ -8,8 +8,10 @@
 
 #include "clbo/core/error.hpp"
 #include "clbo/plan/plan.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
+#include "clbo/sim/expansion/nccl_tuning.hpp"
+#include "clbo/sim/expansion/rounds.hpp"
 #include "sim_test_util.hpp"
 
 using namespace clbo;
@@ -242,20 +244,29 @@ TEST(Executor, MergedPipelineFillMatchesTheSamePatternMerge) {
 }
 
 TEST(Executor, MergedShiftsMatchTheConcurrentAlltoall) {
-  // A node-level all-to-all with more network flows than the cap carries k shifts per flow
-  // (executor.cpp, merge_shifts). On a single switch with TCP crosstraffic and on the
-  // oversubscribed two-level tree it ends when the all-at-once exchange does.
-  for (const char* preset : {"paper-eth-v100", "paper-ib-v100"}) {
-    const ClusterSpec c = resolve_cluster(preset, "test", "cluster");
-    const int p = 256;  // 64 and 32 nodes
+  // A node-level all-to-all with more network flows than the cap carries several messages
+  // per flow (lowering.cpp, merge_shifts): shift groups on one switch, leaf groups under leaf
+  // switches. With TCP crosstraffic on one switch, on the oversubscribed two-level tree (2
+  // nodes per leaf: 16 leaves, 5 per group), on a fat-tree (D-mod-k routing) and on an
+  // oversubscribed TCP leaf-spine (8 nodes per leaf) it ends when the all-at-once exchange
+  // does.
+  nlohmann::json leaf_spine = test::small_cluster_json(32, 4);
+  leaf_spine["fabric"] = {{"type", "tcp"}, {"achievable_fraction", 0.4}};
+  leaf_spine["topology"] = {{"type", "two_level"}, {"nodes_per_leaf", 8}, {"oversubscription", 2}};
+  const std::vector<std::pair<ClusterSpec, int>> cases = {
+      {resolve_cluster("paper-eth-v100", "test", "cluster"), 256},  // 64 nodes
+      {resolve_cluster("paper-ib-v100", "test", "cluster"), 256},   // 32 nodes
+      {resolve_cluster("dgx-h100-ndr", "test", "cluster"), 256},    // 32 nodes, 2 leaves
+      {parse_cluster(leaf_spine, "test"), 128}};                    // 32 nodes, 4 leaves
+  for (const auto& [c, p] : cases) {
     ExpandOptions o;
     const CommCall a2a{CollKind::kAlltoall, 40'000, DType::kF32, "x"};
     const Program prog = program(c, p, a2a, o);
     const ProgramResult all_at_once = run_capped(c, p, prog, 1 << 30);
     const ProgramResult merged = run_capped(c, p, prog, 128);
-    EXPECT_NEAR(test::rel(merged.time_s, all_at_once.time_s), 0, 0.005) << preset;
+    EXPECT_NEAR(test::rel(merged.time_s, all_at_once.time_s), 0, 0.005) << c.name;
     EXPECT_EQ(merged.traffic_bytes, all_at_once.traffic_bytes);
-    EXPECT_LT(merged.transfers, all_at_once.transfers);
+    EXPECT_LT(merged.transfers, all_at_once.transfers) << c.name;
   }
 }
 

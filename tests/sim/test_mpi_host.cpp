@@ -1,5 +1,5 @@
 // Backend::kMpiHost: clbo's MPI backend between CPU ranks, as OpenMPI 4.1.4's libnbc runs it
-// (sim/src/mpi_host.cpp). The binomial allreduce's rounds are libnbc's exactly; linear
+// (sim/src/expansion/mpi_host.cpp). The binomial allreduce's rounds are libnbc's exactly; linear
 // allgather and all-to-all are one round of every pair; both compressed flavours move the
 // 1-bit scheme's bytes; simulated times follow the rounds' bottlenecks.
 #include <gtest/gtest.h>
@@ -9,8 +9,9 @@
 
 #include "clbo/core/error.hpp"
 #include "clbo/plan/plan.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
+#include "clbo/sim/expansion/rounds.hpp"
 #include "sim_test_util.hpp"
 
 using namespace clbo;
@@ -89,17 +90,17 @@ TEST(MpiHost, EveryCallMovesTheBytesItsAlgorithmSends) {
   const int p = 4;
   const size_t n = 1 << 16;
   // Binomial: rank 0 broadcasts to 1 and 2, rank 1 reduces to 0 and broadcasts to 3.
-  const auto bin = mpi_host_expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, p,
-                                        kernels(), host(Algo::kBinomial));
+  const auto bin = expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, p, kernels(),
+                               host(Algo::kBinomial));
   EXPECT_EQ(sent(bin, p), (std::vector<uint64_t>{8 * n, 8 * n, 4 * n, 4 * n}));
   // clbo's ring: the CommPlan.
   const CommCall ring{CollKind::kAllreduce, n, DType::kF32, "g"};
-  const auto rs = sent(mpi_host_expand_call(ring, 0, c, p, kernels(), host(Algo::kRing)), p);
+  const auto rs = sent(expand_call(ring, 0, c, p, kernels(), host(Algo::kRing)), p);
   for (int r = 0; r < p; ++r)
     EXPECT_EQ(rs[static_cast<size_t>(r)], make_plan(ring, p).bytes_sent_by(r));
   // Linear allgather and all-to-all: one round, every pair.
   for (CollKind k : {CollKind::kAllgather, CollKind::kAlltoall}) {
-    const auto segs = mpi_host_expand_call({k, 100, DType::kF32, "x"}, 0, c, p, kernels(), host());
+    const auto segs = expand_call({k, 100, DType::kF32, "x"}, 0, c, p, kernels(), host());
     ASSERT_EQ(segs.size(), 1u);
     EXPECT_EQ(segs[0].rounds.size(), 1u);
     EXPECT_EQ(segs[0].rounds[0].size(), static_cast<size_t>(p * (p - 1)));
@@ -109,8 +110,8 @@ TEST(MpiHost, EveryCallMovesTheBytesItsAlgorithmSends) {
   for (bool gather : {false, true}) {
     ExpandOptions o = host();
     o.mpi_gather = gather;
-    const auto segs = mpi_host_expand_call({CollKind::kCompressedAllreduce, n, DType::kF32, "m"}, 0,
-                                           c, p, kernels(), o);
+    const auto segs =
+        expand_call({CollKind::kCompressedAllreduce, n, DType::kF32, "m"}, 0, c, p, kernels(), o);
     size_t exchanges = 0;
     for (const auto& s : segs) exchanges += s.rounds.empty() ? 0 : 1;
     EXPECT_EQ(exchanges, gather ? 2u : 4u);
@@ -121,13 +122,14 @@ TEST(MpiHost, EveryCallMovesTheBytesItsAlgorithmSends) {
 TEST(MpiHost, NcclAlgorithmsAreRefusedAndBinomialIsMpiOnly) {
   const ClusterSpec c = test::small_cluster(4, 1);
   const CommCall call{CollKind::kAllreduce, 1000, DType::kF32, "g"};
-  EXPECT_THROW(mpi_host_expand_call(call, 0, c, 4, kernels(), host(Algo::kTree)), InputError);
+  EXPECT_THROW(expand_call(call, 0, c, 4, kernels(), host(Algo::kTree)), InputError);
   ExpandOptions nccl;
   nccl.allreduce = Algo::kBinomial;
   EXPECT_THROW(expand_call(call, 0, c, 4, kernels(), nccl), Error);
-  // expand_call hands kMpiHost to the MPI expansion.
-  EXPECT_EQ(expand_call(call, 0, c, 4, kernels(), host(Algo::kBinomial)).front().label,
-            mpi_host_expand_call(call, 0, c, 4, kernels(), host(Algo::kBinomial)).front().label);
+  // The same call with kMpiHost is libnbc's, not NCCL's.
+  const auto mpi = expand_call(call, 0, c, 4, kernels(), host(Algo::kBinomial));
+  ASSERT_EQ(mpi.size(), 1u);
+  EXPECT_NE(mpi.front().label.find("libnbc binomial"), std::string::npos) << mpi.front().label;
 }
 
 TEST(MpiHost, SimulatedTimesFollowTheRoundsBottlenecks) {
@@ -168,10 +170,9 @@ TEST(MpiHost, SimulatedTimesFollowTheRoundsBottlenecks) {
   ring.exact = false;
   ring.mpi_all_pairs_efficiency = 0.8;
   const auto rs =
-      mpi_host_expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, 8, kernels(), ring);
+      expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, 8, kernels(), ring);
   EXPECT_EQ(rs.front().wire_factor, 1.0);
   lin.mpi_all_pairs_efficiency = 0;
-  EXPECT_THROW(
-      mpi_host_expand_call({CollKind::kAllgather, 100, DType::kF32, "x"}, 0, c, 8, kernels(), lin),
-      InputError);
+  EXPECT_THROW(expand_call({CollKind::kAllgather, 100, DType::kF32, "x"}, 0, c, 8, kernels(), lin),
+               InputError);
 }

@@ -7,7 +7,9 @@
 #include <numeric>
 
 #include "clbo/plan/plan.hpp"
-#include "clbo/sim/collectives.hpp"
+#include "clbo/sim/expansion/expand.hpp"
+#include "clbo/sim/expansion/nccl_tuning.hpp"
+#include "clbo/sim/expansion/rounds.hpp"
 #include "sim_test_util.hpp"
 
 using namespace clbo;

@@ -10,6 +10,7 @@
 #include "clbo/schedule/config.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/projection.hpp"
+#include "clbo/sim/results_json.hpp"
 #include "clbo/sim/workload.hpp"
 #include "sim_test_util.hpp"
 

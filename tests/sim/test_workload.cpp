@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "clbo/core/error.hpp"
+#include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/presets.hpp"
 #include "clbo/sim/workload.hpp"
 

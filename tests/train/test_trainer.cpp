@@ -1,11 +1,13 @@
 // The trainer on synthetic data: validation of experiment files, every optimizer through the
 // real local collectives (counted bytes equal the CommPlans of the announced schedule),
-// determinism across thread counts, NaN handling, the broken variants, the summary table.
+// determinism across thread counts, NaN handling, the ablations, the warnings and errors about
+// where a run's mechanisms fall, the momentum mask, the summary table.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "clbo/core/error.hpp"
+#include "clbo/kernels/gemm.hpp"
 #include "clbo/train/lr_schedule.hpp"
 #include "clbo/train/summary.hpp"
 #include "clbo/train/trainer.hpp"
@@ -114,9 +116,9 @@ TEST(TrainExperiment, FreezeFractionsBecomeSteps) {
   j["runs"].push_back(json::parse(
       R"({"label": "01", "var_freeze_fraction": 0.5, "optimizer": {"type": "ZeroOneAdam"}})"));
   const ExperimentSpec s = parse_experiment(j, "exp.json");
-  EXPECT_EQ(s.runs[1].optimizer_type, "OneBitAdam");
-  EXPECT_EQ(s.runs[1].optimizer["params"]["freeze_step"], 10);
-  EXPECT_EQ(s.runs[2].optimizer["params"]["var_freeze_step"], 20);
+  EXPECT_EQ(s.runs[1].optimizer.type_name(), "OneBitAdam");
+  EXPECT_EQ(s.runs[1].optimizer.as<clbo::OneBitAdamParams>().freeze_step, 10);
+  EXPECT_EQ(s.runs[2].optimizer.as<clbo::ZeroOneAdamParams>().var_freeze_step, 20);
   EXPECT_EQ(s.runs[0].lr.warmup_steps, 10);
   EXPECT_EQ(s.runs[1].lr.peak, 1e-3f);  // the optimizer's default lr is the peak
 
@@ -170,12 +172,14 @@ TEST(TrainRun, EveryOptimizerSendsWhatItsScheduleAnnounces) {
     {"label": "SLAMB", "optimizer": {"type": "Slamb", "params": {"lr": 0.01, "local_steps": 4}}},
     {"label": "no EF", "freeze_fraction": 0.5,
      "optimizer": {"type": "OneBitAdamNoErrorFeedback", "params": {"lr": 0.002, "eps": 1e-6}}},
-    {"label": "unfrozen v", "freeze_fraction": 0.5,
-     "optimizer": {"type": "OneBitAdamUnfrozenVariance", "params": {"lr": 0.002, "eps": 1e-6}}}
+    {"label": "naive 1-bit Adam",
+     "optimizer": {"type": "NaiveOneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}},
+    {"label": "naive 1-bit LAMB", "freeze_fraction": 0.5,
+     "optimizer": {"type": "NaiveOneBitLamb", "params": {"lr": 0.01}}}
   ])");
   const json r = run(j);
   ASSERT_EQ(r["status"], "complete") << r["error"];
-  ASSERT_EQ(r["runs"].size(), 8u);
+  ASSERT_EQ(r["runs"].size(), 9u);
   for (const auto& run : r["runs"]) {
     SCOPED_TRACE(run["label"].get<std::string>());
     EXPECT_EQ(run["status"], "complete");
@@ -199,9 +203,9 @@ TEST(TrainRun, EveryOptimizerSendsWhatItsScheduleAnnounces) {
   EXPECT_TRUE(r["summary"][0]["gap_to_baseline_points"].is_null());
 }
 
-// Warmup is shared: the broken variants follow 1-bit Adam exactly until freeze_step and
-// leave it afterwards (the loss at step t reflects updates 1..t−1).
-TEST(TrainRun, BrokenVariantsMatchOneBitAdamUntilFreeze) {
+// Warmup is shared: the ablations follow 1-bit Adam exactly until freeze_step (dense_steps)
+// and leave it afterwards (the loss at step t reflects updates 1..t−1).
+TEST(TrainRun, AblationsMatchOneBitAdamUntilFreeze) {
   json j = base_experiment();
   j["steps"] = 10;
   j["runs"] = json::parse(R"([
@@ -209,8 +213,9 @@ TEST(TrainRun, BrokenVariantsMatchOneBitAdamUntilFreeze) {
      "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}},
     {"label": "no EF", "freeze_fraction": 0.4,
      "optimizer": {"type": "OneBitAdamNoErrorFeedback", "params": {"lr": 0.002, "eps": 1e-6}}},
-    {"label": "unfrozen v", "freeze_fraction": 0.4,
-     "optimizer": {"type": "OneBitAdamUnfrozenVariance", "params": {"lr": 0.002, "eps": 1e-6}}}
+    {"label": "naive after dense steps",
+     "optimizer": {"type": "NaiveOneBitAdam", "params": {"lr": 0.002, "eps": 1e-6,
+                                                          "dense_steps": 4}}}
   ])");
   const json r = run(j);
   const auto& ref = r["runs"][0]["train_loss"];
@@ -225,6 +230,121 @@ TEST(TrainRun, BrokenVariantsMatchOneBitAdamUntilFreeze) {
   // No EF throws the compression error away: the first compressed step (6) sends the same
   // bytes as 1-bit Adam, but the updates differ from step 7 on.
   EXPECT_EQ(r["runs"][1]["comm"]["phases"], r["runs"][0]["comm"]["phases"]);
+  EXPECT_EQ(r["runs"][2]["optimizer"]["type"], "NaiveOneBitAdam");
+}
+
+// Where a run's mechanisms fall: a freeze at step 0 or a SLAMB sync interval that never syncs
+// after step 1 are errors naming the field; a freeze beyond the run and a last step that is
+// not a sync are warnings, printed and recorded in the result.
+TEST(TrainExperiment, MechanismsOutsideTheRun) {
+  json j = base_experiment();
+  j["runs"][0] = json::parse(
+      R"({"label": "1-bit", "optimizer": {"type": "OneBitAdam", "params": {"freeze_step": 0}}})");
+  std::string msg = parse_error(j);
+  EXPECT_TRUE(contains(msg, "runs[0].optimizer.params.freeze_step")) << msg;
+  EXPECT_TRUE(contains(msg, "before any update")) << msg;
+
+  j["runs"][0] = json::parse(
+      R"({"label": "0/1", "optimizer": {"type": "ZeroOneAdam", "params": {"var_freeze_step": 0}}})");
+  EXPECT_TRUE(contains(parse_error(j), "runs[0].optimizer.params.var_freeze_step"));
+
+  j["runs"][0] = json::parse(
+      R"({"label": "S", "optimizer": {"type": "Slamb", "params": {"local_steps": 8}}})");
+  msg = parse_error(j);  // 8 steps: the next sync would be step 9
+  EXPECT_TRUE(contains(msg, "runs[0].optimizer.params.local_steps")) << msg;
+  EXPECT_TRUE(contains(msg, "8")) << msg;
+
+  j["runs"][0] = json::parse(
+      R"({"label": "S", "optimizer": {"type": "Slamb", "params": {"local_steps": 3}}})");
+  ExperimentSpec s = parse_experiment(j, "exp.json");
+  ASSERT_EQ(s.warnings.size(), 1u);  // syncs at 1, 4, 7: step 8 is not one
+  EXPECT_TRUE(contains(s.warnings[0], "not a parameter sync")) << s.warnings[0];
+  j["runs"][0]["optimizer"]["params"]["local_steps"] = 7;  // syncs at 1 and 8
+  EXPECT_TRUE(parse_experiment(j, "exp.json").warnings.empty());
+
+  j["runs"][0] = json::parse(R"({"label": "1-bit", "optimizer": {"type": "OneBitAdam"}})");
+  s = parse_experiment(j, "exp.json");  // DeepSpeed's default freeze_step 100000
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_TRUE(contains(s.warnings[0], "never compresses")) << s.warnings[0];
+  EXPECT_TRUE(contains(s.warnings[0], "'1-bit'")) << s.warnings[0];
+
+  j["runs"][0] = json::parse(
+      R"({"label": "0/1", "var_freeze_fraction": 0.5, "optimizer": {"type": "ZeroOneAdam"}})");
+  s = parse_experiment(j, "exp.json");  // local_step_scaler 32768: never a local step
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_TRUE(contains(s.warnings[0], "no local step")) << s.warnings[0];
+
+  j["runs"][0] = json::parse(
+      R"({"label": "A", "exp_avg_mask": "zero_variance", "optimizer": {"type": "Adam"}})");
+  EXPECT_TRUE(contains(parse_error(j), "runs[0].exp_avg_mask"));
+  j["runs"][0]["exp_avg_mask"] = "everything";
+  EXPECT_TRUE(contains(parse_error(j), "zero_variance"));
+  j["runs"][0] = json::parse(R"({"label": "S", "exp_avg_mask": "zero_variance",
+                                 "optimizer": {"type": "Slamb", "params": {"local_steps": 7}}})");
+  EXPECT_TRUE(contains(parse_error(j), "applies only to the kinds that freeze"));
+}
+
+TEST(TrainRun, WarningsAndTheKeptParametersAreRecorded) {
+  json j = base_experiment();
+  j["lr_schedule"]["final_fraction"] = 0.5;  // a last step with lr 0 would move no rank
+  j["runs"] = json::parse(R"([
+    {"label": "SLAMB ends on a sync", "optimizer": {"type": "Slamb",
+     "params": {"lr": 0.01, "local_steps": 7}}},
+    {"label": "SLAMB ends between syncs", "optimizer": {"type": "Slamb",
+     "params": {"lr": 0.01, "local_steps": 3}}},
+    {"label": "LAMB", "optimizer": {"type": "Lamb", "params": {"lr": 0.01}}}
+  ])");
+  const json r = run(j);
+  ASSERT_EQ(r["warnings"].size(), 1u);
+  EXPECT_TRUE(contains(r["warnings"][0].get<std::string>(), "SLAMB ends between syncs"));
+  EXPECT_EQ(r["runs"][0]["final_params"], "replicated");
+  EXPECT_EQ(r["runs"][1]["final_params"], "rank mean");
+  EXPECT_EQ(r["runs"][1]["eval"][0]["params"], "replicated");  // step 4 is a sync
+  EXPECT_EQ(r["runs"][2]["final_params"], "replicated");
+  // LAMB's per-tensor trust ratios are recorded at every evaluation, one per tensor.
+  EXPECT_EQ(r["runs"][2]["eval"][0]["layer_coefficients"].size(), 6u);
+  EXPECT_GT(r["runs"][2]["final_train_set_loss"].get<double>(), 0.0);
+}
+
+// The exp_avg_mask rule zero_variance: built at the switch from the coordinates whose
+// gradient was exactly zero on every rank throughout the warmup. Input pixel 0 is blank in
+// every image, so fc1's 64 weights reading it never get a gradient; nothing else is masked.
+TEST(TrainRun, ZeroInWarmupMaskCoversTheAlwaysZeroGradients) {
+  FashionMnist blank = data();
+  for (size_t i = 0; i < blank.train.n; ++i) blank.train.pixels[i * 784] = 0.0f;
+  json j = base_experiment();
+  j["runs"] = json::parse(R"([
+    {"label": "1-bit Adam masked", "freeze_fraction": 0.5, "exp_avg_mask": "zero_variance",
+     "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002}}},
+    {"label": "1-bit Adam", "freeze_fraction": 0.5,
+     "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002}}}
+  ])");
+  const ExperimentSpec spec = parse_experiment(j, "test.json", blank.train.n);
+  const json r = run_experiment(spec, blank, TrainOptions{});
+  ASSERT_EQ(r["status"], "complete") << r["error"];
+  const auto& mask = r["runs"][0]["exp_avg_mask"];
+  EXPECT_EQ(mask["applied_after_step"], 4);
+  EXPECT_EQ(mask["masked_coordinates"], 64);
+  EXPECT_FALSE(r["runs"][1].contains("exp_avg_mask"));
+  // Identical until the switch, different after it.
+  const auto& a = r["runs"][0]["train_loss"];
+  const auto& b = r["runs"][1]["train_loss"];
+  for (size_t t = 0; t < 5; ++t) EXPECT_EQ(a[t], b[t]) << t;
+  EXPECT_NE(a[7], b[7]);
+  // Unmasked, the blank pixel's weights receive the compressed momentum's scale divided by
+  // eps: the watch names such a coordinate as the largest update, with no nonzero gradient
+  // and a frozen variance of 0. Masked, no update after the switch comes near that.
+  const auto& unmasked = r["runs"][1]["largest_updates"];
+  const auto& jump = unmasked["after_switch"];
+  EXPECT_EQ(jump["tensor"], "fc1.weight");
+  EXPECT_EQ(jump["element"].get<size_t>() % 784, 0u);  // column 0: pixel 0
+  EXPECT_EQ(jump["dense_steps_with_nonzero_gradient"], 0);
+  EXPECT_EQ(jump["dense_steps"], 4);
+  EXPECT_EQ(jump["sqrt_frozen_variance"], 0.0);
+  EXPECT_FALSE(unmasked["first_jump"].is_null());
+  const auto& masked = r["runs"][0]["largest_updates"];
+  EXPECT_LT(masked["after_switch"]["abs_change"].get<double>(),
+            jump["abs_change"].get<double>() / 100);
 }
 
 // The thread count splits work but never changes a number: p < threads (chunks of one worker
@@ -243,6 +363,22 @@ TEST(TrainRun, ThreadsDoNotChangeResults) {
     EXPECT_EQ(one.dump(), three.dump()) << "p = " << p;
     EXPECT_EQ(one["status"], "complete");
   }
+}
+
+// The product kernel never changes a number: the AVX2+FMA kernel and the portable std::fma
+// loops give the same document (only the recorded kernel name differs). Together with the
+// portable exp/log and -ffp-contract=off this is what makes results independent of the CPU.
+TEST(TrainRun, GemmKernelDoesNotChangeResults) {
+  json j = base_experiment();
+  j["runs"].push_back(json::parse(
+      R"({"label": "SLAMB", "optimizer": {"type": "Slamb", "params": {"lr": 0.01, "local_steps": 7}}})"));
+  const json fast = strip_timing(run(j));
+  ASSERT_TRUE(clbo::kernels::detail::set_gemm_path(clbo::kernels::detail::GemmPath::kPortable));
+  json portable = strip_timing(run(j));
+  clbo::kernels::detail::set_gemm_path(clbo::kernels::detail::GemmPath::kAuto);
+  EXPECT_EQ(portable["environment"]["gemm_kernel"], "portable");
+  portable["environment"]["gemm_kernel"] = fast["environment"]["gemm_kernel"];
+  EXPECT_EQ(fast.dump(), portable.dump());
 }
 
 TEST(TrainRun, SeedsChangeInitAndOrderAndAreSummarized) {

@@ -1,5 +1,5 @@
 // Small CNN: conv(k1) → ReLU → maxpool2 → conv(k2) → ReLU → maxpool2 → FC, NHWC activations.
-// Convolutions run as im2col + one GEMM over the whole batch; the column index of the
+// Convolutions run as im2col + one kernels::gemm over the whole batch; the column index of the
 // unfolded input is (c·k + ky)·k + kx, matching PyTorch's weight layout [out, in, k, k].
 #include <fmt/format.h>
 
@@ -141,11 +141,11 @@ class Cnn final : public Model<T> {
 
     // FC.
     ConstMatMap<T> pooled2(a.pool2.data(), B, F);
-    MatMap<T>(grad + L[4].offset, K, F).noalias() = dlogits.transpose() * pooled2;
+    mul_atb(dlogits.data(), pooled2.data(), s_.classes, fc_inputs(), batch, grad + L[4].offset);
     column_sums(dlogits, grad + L[5].offset);
     Mat<T>& dpool2 = s.dpool2;
     dpool2.resize(B, F);
-    dpool2.noalias() = dlogits * ConstMatMap<T>(params + L[4].offset, K, F);
+    mul_ab(dlogits.data(), params + L[4].offset, batch, fc_inputs(), s_.classes, dpool2.data());
 
     // conv2: unpool, ReLU mask, weight/bias grads, then back to the pooled conv1 output.
     const auto rows2 = static_cast<Eigen::Index>(batch * p2.h * p2.w);
@@ -156,11 +156,11 @@ class Cnn final : public Model<T> {
     dz2.setZero(rows2, c2);
     for (Eigen::Index j = 0; j < dpool2.size(); ++j) dz2.data()[a.arg2[j]] += dpool2.data()[j];
     dz2 = (a.z2.array() > T(0)).select(dz2, T(0));
-    MatMap<T>(grad + L[2].offset, c2, w2).noalias() = dz2.transpose() * a.cols2;
+    mul_atb(dz2.data(), a.cols2.data(), size_t(c2), size_t(w2), size_t(rows2), grad + L[2].offset);
     column_sums(dz2, grad + L[3].offset);
     Mat<T>& dcols2 = s.dcols2;
     dcols2.resize(rows2, w2);
-    dcols2.noalias() = dz2 * ConstMatMap<T>(params + L[2].offset, c2, w2);
+    mul_ab(dz2.data(), params + L[2].offset, size_t(rows2), size_t(w2), size_t(c2), dcols2.data());
     const Plane pooled1{batch, p2.h, p2.w, s_.conv1_channels};
     Mat<T>& dpool1 = s.dpool1;  // col2im_add zeroes it first
     dpool1.resize(static_cast<Eigen::Index>(batch * p2.h * p2.w),
@@ -175,7 +175,7 @@ class Cnn final : public Model<T> {
     dz1.setZero(rows1, c1);
     for (Eigen::Index j = 0; j < dpool1.size(); ++j) dz1.data()[a.arg1[j]] += dpool1.data()[j];
     dz1 = (a.z1.array() > T(0)).select(dz1, T(0));
-    MatMap<T>(grad + L[0].offset, c1, w1).noalias() = dz1.transpose() * a.cols1;
+    mul_atb(dz1.data(), a.cols1.data(), size_t(c1), size_t(w1), size_t(rows1), grad + L[0].offset);
     column_sums(dz1, grad + L[1].offset);
     return loss;
   }
@@ -210,8 +210,9 @@ class Cnn final : public Model<T> {
     const auto w1 = idx(s_.in_channels * s_.conv1_kernel * s_.conv1_kernel);
     a.cols1.resize(idx(batch * p1.h * p1.w), w1);
     im2col(x, in, s_.conv1_kernel, a.cols1.data());
-    a.z1.noalias() =
-        a.cols1 * ConstMatMap<T>(params + L[0].offset, idx(s_.conv1_channels), w1).transpose();
+    a.z1.resize(a.cols1.rows(), idx(s_.conv1_channels));
+    mul_abt(a.cols1.data(), params + L[0].offset, size_t(a.cols1.rows()), s_.conv1_channels,
+            size_t(w1), a.z1.data());
     a.z1.rowwise() += ConstRowVecMap<T>(params + L[1].offset, idx(s_.conv1_channels));
     a.z1 = a.z1.cwiseMax(T(0));
     a.pool1.resize(idx(batch * pooled1.h * pooled1.w), idx(s_.conv1_channels));
@@ -221,8 +222,9 @@ class Cnn final : public Model<T> {
     const auto w2 = idx(s_.conv1_channels * s_.conv2_kernel * s_.conv2_kernel);
     a.cols2.resize(idx(batch * p2.h * p2.w), w2);
     im2col(a.pool1.data(), pooled1, s_.conv2_kernel, a.cols2.data());
-    a.z2.noalias() =
-        a.cols2 * ConstMatMap<T>(params + L[2].offset, idx(s_.conv2_channels), w2).transpose();
+    a.z2.resize(a.cols2.rows(), idx(s_.conv2_channels));
+    mul_abt(a.cols2.data(), params + L[2].offset, size_t(a.cols2.rows()), s_.conv2_channels,
+            size_t(w2), a.z2.data());
     a.z2.rowwise() += ConstRowVecMap<T>(params + L[3].offset, idx(s_.conv2_channels));
     a.z2 = a.z2.cwiseMax(T(0));
     a.pool2.resize(idx(batch * (p2.h / 2) * (p2.w / 2)), idx(s_.conv2_channels));
@@ -233,7 +235,7 @@ class Cnn final : public Model<T> {
     const auto F = idx(fc_inputs()), K = idx(s_.classes);
     ConstMatMap<T> flat(a.pool2.data(), idx(batch), F);
     a.logits.resize(idx(batch), K);
-    a.logits.noalias() = flat * ConstMatMap<T>(params + L[4].offset, K, F).transpose();
+    mul_abt(flat.data(), params + L[4].offset, batch, s_.classes, fc_inputs(), a.logits.data());
     a.logits.rowwise() += ConstRowVecMap<T>(params + L[5].offset, K);
   }
 

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <type_traits>
+#include <variant>
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/optim/optimizer.hpp"
-#include "clbo/train/broken_optimizers.hpp"
+#include "clbo/schedule/schedule.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/trainer.hpp"
 
@@ -27,13 +29,6 @@ std::string string_field(ConfigReader& r, const nlohmann::json& obj, const std::
   if (it == obj.end() || it->is_null()) return def;
   if (!it->is_string()) r.fail(key, "expected a string");
   return it->get<std::string>();
-}
-
-bool iequals(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 // Reads {"warmup_fraction", "decay", "final_fraction"} over `base`.
@@ -56,26 +51,114 @@ LrSchedule read_lr_schedule(const nlohmann::json& obj, const std::string& file,
   return base;
 }
 
-// The canonical type name, or an InputError with the full list and a suggestion.
-std::string canonical_type(const nlohmann::json& block, const std::string& file,
-                           const std::string& field) {
-  const auto it = block.find("type");
-  if (it == block.end() || !it->is_string())
-    throw InputError(file, field, it == block.end() ? "missing" : it->dump(),
-                     "expected the optimizer's type name, e.g. \"OneBitAdam\"");
-  const std::string type = it->get<std::string>();
-  std::vector<std::string> known = optimizer_types();
-  for (const auto& b : broken_optimizer_types()) known.push_back(b);
-  for (const auto& k : known)
-    if (iequals(k, type)) return k;
-  std::string list;
-  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  throw InputError(file, field, "\"" + type + "\"",
-                   fmt::format("unknown optimizer; known: {}{}", list, did_you_mean(type, known)));
+// The kinds whose compression divides by a variance frozen at freeze_step (a step 0 freezes
+// it before any update), and the experiment field that sets each kind's freeze step.
+bool has_freeze_step(OptimizerKind k) {
+  return k == OptimizerKind::kOneBitAdam || k == OptimizerKind::kOneBitLamb ||
+         k == OptimizerKind::kOneBitAdamNoErrorFeedback || k == OptimizerKind::kNaiveOneBitLamb;
+}
+
+// The freeze_step field of a config whose kind has one, else null (C: optionally const).
+template <class C>
+auto freeze_step_field(C& c) {
+  using Ptr = std::conditional_t<std::is_const_v<C>, const int64_t*, int64_t*>;
+  return std::visit(
+      [](auto& x) -> Ptr {
+        if constexpr (requires { x.freeze_step; })
+          return &x.freeze_step;
+        else
+          return nullptr;
+      },
+      c.params);
+}
+
+// Where a run's mechanisms fall in the experiment's steps 1 … T. A freeze at step 0 (the
+// variance frozen before any update) and a SLAMB sync interval that never syncs after step 1
+// are errors; a freeze at or beyond the last step (nothing compressed), a 0/1 Adam run with
+// no local step, and a last step that leaves the ranks unsynchronised are warnings.
+void check_run_length(const RunSpec& run, ExperimentSpec& spec, const std::string& file,
+                      const std::string& prefix) {
+  const int64_t T = spec.steps;
+  const OptimizerConfig& c = run.optimizer;
+  const auto warn = [&](const std::string& what) {
+    spec.warnings.push_back(fmt::format("{}: run '{}': {}", file, run.label, what));
+  };
+  const auto field = [&](bool from_fraction, const char* fraction, const char* param) {
+    return from_fraction ? fmt::format("{}.{}", prefix, fraction)
+                         : fmt::format("{}.optimizer.params.{}", prefix, param);
+  };
+  if (has_freeze_step(c.kind)) {
+    const int64_t f = onebit_warmup_steps(c);
+    if (*freeze_step_field(c) == 0)
+      throw InputError(
+          file, field(run.freeze_fraction.has_value(), "freeze_fraction", "freeze_step"), "0",
+          "freezes the variance before any update, so every compressed step divides "
+          "by eps alone; give at least 1");
+    if (f >= T)
+      warn(fmt::format("freeze_step {} is not before the last step {}: the run never compresses", f,
+                       T));
+  }
+  if (c.kind == OptimizerKind::kNaiveOneBitAdam && onebit_warmup_steps(c) >= T)
+    warn(fmt::format("dense_steps {} is not before the last step {}: the run never compresses",
+                     onebit_warmup_steps(c), T));
+  if (c.kind == OptimizerKind::kZeroOneAdam) {
+    const auto& z = c.as<ZeroOneAdamParams>();
+    const std::string f =
+        field(run.var_freeze_fraction.has_value(), "var_freeze_fraction", "var_freeze_step");
+    if (z.var_freeze_step == 0)
+      throw InputError(file, f, "0",
+                       "freezes the variance before any update, so every step divides by eps "
+                       "alone; give at least 1");
+    if (z.var_freeze_step >= T) {
+      warn(
+          fmt::format("var_freeze_step {} is not before the last step {}: the run never "
+                      "reaches 0/1 Adam's second phase (local steps)",
+                      z.var_freeze_step, T));
+    } else {
+      int64_t local = 0;
+      for (int64_t t = z.var_freeze_step + 1; t <= T; ++t)
+        local += !zero_one_adam_step(z, t).sync_step;
+      if (local == 0)
+        warn(
+            fmt::format("takes no local step in its {} phase-2 steps (the local interval first "
+                        "doubles after local_step_scaler = {} of them)",
+                        T - z.var_freeze_step, z.local_step_scaler));
+      else if (!zero_one_adam_step(z, T).sync_step)
+        warn(
+            fmt::format("the last step {} is a local step: the ranks end unsynchronised and the "
+                        "final model is their mean",
+                        T));
+    }
+  }
+  if (c.kind == OptimizerKind::kSlamb) {
+    const auto& sl = c.as<SlambParams>();
+    if (sl.local_steps >= T)
+      throw InputError(
+          file, prefix + ".optimizer.params.local_steps", std::to_string(sl.local_steps),
+          fmt::format("SLAMB averages the parameters when (t − 1) mod local_steps = 0, so a run "
+                      "of {} steps would sync only at step 1; give at most {}",
+                      T, T - 1));
+    if (!slamb_param_sync_step(sl, T))
+      warn(
+          fmt::format("the last step {} is not a parameter sync (they come at t = 1 + k·{}): the "
+                      "ranks end unsynchronised and the final model is their mean",
+                      T, sl.local_steps));
+  }
+}
+
+MomentumMask read_momentum_mask(ConfigReader& r, const OptimizerConfig& c) {
+  const std::string rule = r.choice("exp_avg_mask", "none", {"none", "zero_variance"});
+  if (rule == "none") return MomentumMask::kNone;
+  if (!has_freeze_step(c.kind) && c.kind != OptimizerKind::kZeroOneAdam)
+    r.fail("exp_avg_mask",
+           "\"zero_variance\" masks the coordinates whose variance freezes at 0, so it applies "
+           "only to the kinds that freeze it (OneBitAdam, OneBitLamb, ZeroOneAdam, "
+           "OneBitAdamNoErrorFeedback, NaiveOneBitLamb)");
+  return MomentumMask::kZeroVariance;
 }
 
 RunSpec read_run(const nlohmann::json& obj, const std::string& file, size_t index,
-                 const ExperimentSpec& spec, const LrSchedule& base_lr) {
+                 ExperimentSpec& spec, const LrSchedule& base_lr) {
   const std::string prefix = fmt::format("runs[{}]", index);
   ConfigReader r(obj, file, prefix);
   RunSpec run;
@@ -86,34 +169,37 @@ RunSpec read_run(const nlohmann::json& obj, const std::string& file, size_t inde
   r.ignore("optimizer");
   if (!obj.contains("optimizer") || !obj["optimizer"].is_object())
     r.fail("optimizer", "expected a DeepSpeed-style block {\"type\": ..., \"params\": {...}}");
-  run.optimizer = obj["optimizer"];
-  run.optimizer_type = canonical_type(run.optimizer, file, prefix + ".optimizer.type");
-  run.optimizer["type"] = run.optimizer_type;
-  if (run.optimizer.contains("params") && !run.optimizer["params"].is_object())
-    throw InputError(file, prefix + ".optimizer.params", run.optimizer["params"].dump(),
-                     "expected an object");
-  nlohmann::json& params = run.optimizer["params"];
-  if (params.is_null()) params = nlohmann::json::object();
+  run.optimizer = parse_optimizer_config(obj["optimizer"], file, prefix + ".optimizer");
+  const std::string type = run.optimizer.type_name();
+  const nlohmann::json params = obj["optimizer"].value("params", nlohmann::json::object());
 
   // Freeze points as fractions of the run, so one recipe scales with the step count.
-  const auto set_fraction = [&](const char* key, const char* param,
-                                const std::vector<std::string>& types) {
+  const auto set_fraction = [&](const char* key, const char* param, bool applies,
+                                const char* kinds) -> std::optional<std::pair<double, int64_t>> {
     if (!obj.contains(key)) {
       r.ignore(key);
-      return std::optional<double>();
+      return std::nullopt;
     }
     const double f = r.number_in(key, 0.0, 0.0, false, 1.0, false);
-    if (std::find(types.begin(), types.end(), run.optimizer_type) == types.end())
-      r.fail(key, fmt::format("applies only to {}", fmt::join(types, ", ")));
-    if (params.contains(param))
+    if (!applies) r.fail(key, fmt::format("applies only to {} (this run is {})", kinds, type));
+    if (params.is_object() && params.contains(param))
       r.fail(key, fmt::format("conflicts with optimizer.params.{}; give one of them", param));
-    params[param] = std::max<int64_t>(1, static_cast<int64_t>(std::llround(f * spec.steps)));
-    return std::optional<double>(f);
+    return std::make_pair(f, std::max<int64_t>(1, std::llround(f * spec.steps)));
   };
-  run.freeze_fraction = set_fraction(
-      "freeze_fraction", "freeze_step",
-      {"OneBitAdam", "OneBitLamb", "OneBitAdamNoErrorFeedback", "OneBitAdamUnfrozenVariance"});
-  run.var_freeze_fraction = set_fraction("var_freeze_fraction", "var_freeze_step", {"ZeroOneAdam"});
+  if (const auto f =
+          set_fraction("freeze_fraction", "freeze_step", has_freeze_step(run.optimizer.kind),
+                       "OneBitAdam, OneBitLamb, OneBitAdamNoErrorFeedback and "
+                       "NaiveOneBitLamb")) {
+    run.freeze_fraction = f->first;
+    *freeze_step_field(run.optimizer) = f->second;
+  }
+  if (const auto f =
+          set_fraction("var_freeze_fraction", "var_freeze_step",
+                       run.optimizer.kind == OptimizerKind::kZeroOneAdam, "ZeroOneAdam")) {
+    run.var_freeze_fraction = f->first;
+    std::get<ZeroOneAdamParams>(run.optimizer.params).var_freeze_step = f->second;
+  }
+  run.momentum_mask = read_momentum_mask(r, run.optimizer);
 
   run.lr = base_lr;
   r.ignore("lr_schedule");
@@ -121,17 +207,14 @@ RunSpec read_run(const nlohmann::json& obj, const std::string& file, size_t inde
     run.lr =
         read_lr_schedule(obj["lr_schedule"], file, prefix + ".lr_schedule", base_lr, spec.steps);
   r.finish();
+  check_run_length(run, spec, file, prefix);
 
   // Build the optimizer once so every parameter is validated before any training starts.
-  const std::string where = fmt::format("{} ({})", file, prefix);
   const ParamLayout probe = ParamLayout::from_sizes({64, 8});
-  std::unique_ptr<Optimizer> opt =
-      broken_optimizer_canonical(run.optimizer_type).empty()
-          ? make_optimizer(run.optimizer, where, probe, spec.workers, 0)
-          : make_broken_optimizer(run.optimizer, where, probe, spec.workers, 0);
+  const std::unique_ptr<Optimizer> opt = make_optimizer(run.optimizer, probe, spec.workers, 0);
   run.lr.peak = opt->lr();
   if (!(run.lr.peak > 0))
-    throw InputError(where, "optimizer.params.lr", std::to_string(run.lr.peak),
+    throw InputError(file, prefix + ".optimizer.params.lr", std::to_string(run.lr.peak),
                      "the peak learning rate must be positive");
   return run;
 }

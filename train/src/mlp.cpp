@@ -1,4 +1,4 @@
-// MLP forward/backward on Eigen GEMMs. Layer l: Z = A·Wᵀ + b, A' = relu(Z) (not on the last).
+// MLP forward/backward on kernels::gemm. Layer l: Z = A·Wᵀ + b, A' = relu(Z) (not on the last).
 #include <fmt/format.h>
 
 #include "clbo/core/error.hpp"
@@ -48,20 +48,14 @@ class Mlp final : public Model<T> {
       const TensorSpec& w = this->layout_[2 * l];
       const TensorSpec& b = this->layout_[2 * l + 1];
       const auto in = static_cast<Eigen::Index>(sizes_[l]);
-      const auto out = static_cast<Eigen::Index>(sizes_[l + 1]);
       const Mat<T>& dz = s.dz[l];
-      MatMap<T> dw(grad + w.offset, out, in);
-      if (l == 0) {
-        dw.noalias() = dz.transpose() * ConstMatMap<T>(x, B, in);
-      } else {
-        dw.noalias() = dz.transpose() * acts[l - 1];
-      }
+      const T* input = l == 0 ? x : acts[l - 1].data();
+      mul_atb(dz.data(), input, sizes_[l + 1], sizes_[l], batch, grad + w.offset);
       column_sums(dz, grad + b.offset);
       if (l == 0) break;
-      ConstMatMap<T> wmat(params + w.offset, out, in);
       Mat<T>& da = s.da[l];
       da.resize(B, in);
-      da.noalias() = dz * wmat;
+      mul_ab(dz.data(), params + w.offset, batch, sizes_[l], sizes_[l + 1], da.data());
       // relu'(z) is 1 where the activation is positive.
       s.dz[l - 1] = (acts[l - 1].array() > T(0)).select(da, T(0));
     }
@@ -87,17 +81,13 @@ class Mlp final : public Model<T> {
     const size_t layers = sizes_.size() - 1;
     acts.resize(layers);
     for (size_t l = 0; l < layers; ++l) {
-      const auto in = static_cast<Eigen::Index>(sizes_[l]);
       const auto out = static_cast<Eigen::Index>(sizes_[l + 1]);
-      ConstMatMap<T> w(params + this->layout_[2 * l].offset, out, in);
       ConstRowVecMap<T> b(params + this->layout_[2 * l + 1].offset, out);
       Mat<T>& z = acts[l];
       z.resize(B, out);
-      if (l == 0) {
-        z.noalias() = ConstMatMap<T>(x, B, in) * w.transpose();
-      } else {
-        z.noalias() = acts[l - 1] * w.transpose();
-      }
+      const T* input = l == 0 ? x : acts[l - 1].data();
+      mul_abt(input, params + this->layout_[2 * l].offset, batch, sizes_[l + 1], sizes_[l],
+              z.data());
       z.rowwise() += b;
       if (l + 1 < layers) z = z.cwiseMax(T(0));
     }

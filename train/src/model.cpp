@@ -5,6 +5,7 @@
 
 #include "clbo/core/error.hpp"
 #include "clbo/core/philox.hpp"
+#include "clbo/kernels/portable_math.hpp"
 
 namespace clbo::train {
 
@@ -42,9 +43,10 @@ double softmax_xent(const T* logits, const uint8_t* labels, size_t batch, size_t
     double zmax = z[0];
     for (size_t c = 1; c < classes; ++c) zmax = std::max<double>(zmax, z[c]);
     double sum = 0;
-    for (size_t c = 0; c < classes; ++c) sum += (e[c] = std::exp(double(z[c]) - zmax));
+    // portable_exp/log, not the C library's: their bits must not depend on the machine.
+    for (size_t c = 0; c < classes; ++c) sum += (e[c] = kernels::portable_exp(double(z[c]) - zmax));
     const size_t y = labels[b];
-    loss += std::log(sum) - (double(z[y]) - zmax);
+    loss += kernels::portable_log(sum) - (double(z[y]) - zmax);
     for (size_t c = 0; c < classes; ++c)
       dlogits[b * classes + c] = static_cast<T>(e[c] / sum - (c == y ? 1.0 : 0.0));
   }

@@ -5,17 +5,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
+#include "clbo/kernels/gemm.hpp"
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/plan/plan.hpp"
 #include "clbo/schedule/config.hpp"
-#include "clbo/train/broken_optimizers.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/parallel.hpp"
+#include "freeze_watch.hpp"
 #include "summary_stats.hpp"
 
 namespace clbo::train {
@@ -195,22 +198,60 @@ class GradientEngine {
   std::vector<double> chunk_loss_;
 };
 
-std::unique_ptr<Optimizer> build_optimizer(const RunSpec& run, const std::string& file,
-                                           const ParamLayout& layout, int p, int rank) {
-  if (!broken_optimizer_canonical(run.optimizer_type).empty())
-    return make_broken_optimizer(run.optimizer, file, layout, p, rank);
-  return make_optimizer(run.optimizer, file, layout, p, rank);
+// The parameters a user would keep: rank 0's when every rank holds the same bytes (after any
+// sync step), else the mean over the ranks (what the next parameter sync would produce),
+// summed in rank order in double.
+struct KeptParams {
+  const float* data = nullptr;
+  bool replicated = true;
+};
+KeptParams kept_params(const std::vector<std::vector<float>>& params, std::vector<float>& mean) {
+  const size_t n = params[0].size();
+  bool same = true;
+  for (size_t r = 1; r < params.size() && same; ++r)
+    same = std::memcmp(params[r].data(), params[0].data(), n * sizeof(float)) == 0;
+  if (same) return {params[0].data(), true};
+  mean.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (const auto& p : params) sum += p[i];
+    mean[i] = static_cast<float>(sum / static_cast<double>(params.size()));
+  }
+  return {mean.data(), false};
 }
 
-// The block with every default filled in, so results record exactly what ran.
-nlohmann::json resolved_optimizer(const RunSpec& run, const std::string& file) {
-  if (broken_optimizer_canonical(run.optimizer_type).empty())
-    return to_json(parse_optimizer_config(run.optimizer, file));
-  nlohmann::json as_onebit = run.optimizer;
-  as_onebit["type"] = "OneBitAdam";
-  nlohmann::json j = to_json(parse_optimizer_config(as_onebit, file));
-  j["type"] = run.optimizer_type;
-  return j;
+// Every worker's vectors (parameters, gradients) in worker order: `mine` itself where this
+// process hosts every worker, else gathered from all processes (control traffic, neither
+// counted nor timed). Every process must call it together.
+const std::vector<std::vector<float>>& every_worker(Workers& workers,
+                                                    const std::vector<std::vector<float>>& mine,
+                                                    std::vector<std::vector<float>>& buffer) {
+  if (workers.count() == workers.size()) return mine;
+  const size_t n = mine.empty() ? 0 : mine[0].size();
+  std::vector<float> flat;
+  flat.reserve(mine.size() * n);
+  for (const auto& v : mine) flat.insert(flat.end(), v.begin(), v.end());
+  const std::vector<float> all = workers.gather(flat, n);
+  buffer.resize(static_cast<size_t>(workers.size()));
+  for (size_t w = 0; w < buffer.size(); ++w)
+    buffer[w].assign(all.begin() + static_cast<std::ptrdiff_t>(w * n),
+                     all.begin() + static_cast<std::ptrdiff_t>((w + 1) * n));
+  return buffer;
+}
+
+// The last step before compression takes over, where the variance freezes; -1 for the kinds
+// that never switch (Adam, LAMB, SLAMB).
+int64_t switch_step(const OptimizerConfig& c) {
+  switch (c.kind) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kLamb:
+    case OptimizerKind::kSlamb:
+      return -1;
+    case OptimizerKind::kZeroOneAdam:
+      return c.as<ZeroOneAdamParams>().var_freeze_step;
+    default:
+      return onebit_warmup_steps(c);
+  }
 }
 
 struct PhaseBytes {
@@ -296,7 +337,16 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   for (int r = 1; r < hosted; ++r) params[r] = params[0];
   std::vector<std::unique_ptr<Optimizer>> optimizers;
   for (int r = 0; r < hosted; ++r)
-    optimizers.push_back(build_optimizer(run, spec.file, layout, p, first + r));
+    optimizers.push_back(make_optimizer(run.optimizer, layout, p, first + r));
+  // Around the switch: which coordinates freeze with v = 0 (the mask goes in right after the
+  // switch step) and which one jumps first if the run diverges.
+  std::optional<FreezeWatch> watch;
+  if (switch_step(run.optimizer) >= 0)
+    watch.emplace(layout, switch_step(run.optimizer), run.optimizer.common.beta2,
+                  run.optimizer.common.eps);
+  const bool masked = watch && run.momentum_mask == MomentumMask::kZeroVariance;
+  std::vector<float> before;  // rank 0's parameters before the update, for the watch (root)
+  std::vector<std::vector<float>> gathered;  // every worker's vectors, when hosted elsewhere
   GradientEngine engine(model, data.train, first, hosted, shard,
                         static_cast<size_t>(spec.micro_batch), opts.threads);
   std::vector<StepTimes> step_times;
@@ -315,15 +365,20 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   std::string status = "complete";
   nlohmann::json run_json;
 
+  std::vector<float> mean_params;
   const auto record_eval = [&](int64_t step) {
-    if (!root) return;  // rank 0's parameters are evaluated, where they live
     const auto t0 = Clock::now();
-    const Evaluation e = evaluate(model, params[0].data(), data.test, opts.threads);
+    const auto& every = every_worker(workers, params, gathered);
+    if (!root) return;  // the root evaluates: it hosts worker 0 and its optimizer
+    const KeptParams kept = kept_params(every, mean_params);
+    const Evaluation e = evaluate(model, kept.data, data.test, opts.threads);
     eval_s += seconds_since(t0);
     evals.push_back({{"step", step},
                      {"test_accuracy", e.accuracy},
                      {"test_loss", e.loss},
-                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))}});
+                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))},
+                     {"params", kept.replicated ? "replicated" : "rank mean"},
+                     {"layer_coefficients", optimizers[0]->layer_coefficients()}});
   };
 
   for (int64_t t = 1; t <= spec.steps; ++t) {
@@ -348,6 +403,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       error = fmt::format("{}: run '{}' seed {}: training loss is {} at step {}; stopped there",
                           spec.file, run.label, seed, std::isnan(loss) ? "NaN" : "Inf", t);
       run_json["nan_step"] = t;
+      if (watch && !watch->explain_divergence().empty())
+        error += "; " + watch->explain_divergence();
       break;
     }
     train_loss.push_back(loss);
@@ -355,6 +412,17 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     const float lr = static_cast<float>(run.lr.lr_at(t));
     for (auto& opt : optimizers) opt->set_lr(lr);
     const CommSchedule schedule = optimizers[0]->comm_schedule(optimizers[0]->steps_taken() + 1);
+    double watch_s = 0;  // not part of the step: the harness's own observation
+    if (watch) {
+      const auto w0 = Clock::now();
+      // Only the dense steps up to the switch feed v: the warmup steps, 0/1 Adam's variance
+      // steps. Every process applies the mask, so every process sees every worker's gradient.
+      if (t <= watch->switch_step() &&
+          (schedule.phase == Phase::kWarmup || schedule.phase == Phase::kVarianceStep))
+        watch->observe_gradients(t, true, every_worker(workers, grads, gathered));
+      if (root) before = params[0];
+      watch_s = seconds_since(w0);
+    }
     std::vector<char> stepped(static_cast<size_t>(hosted), 0);
     std::vector<StepCost> cost;
     t0 = Clock::now();
@@ -368,12 +436,14 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       status = "error";
       error = fmt::format("{}: run '{}' seed {}: optimizer failed at step {}: {}", spec.file,
                           run.label, seed, t, e.what());
+      if (watch && !watch->explain_divergence().empty())
+        error += "; " + watch->explain_divergence();
       run_json["error_step"] = t;
       break;
     }
     const double my_optim_s = seconds_since(t0);
     optim_s += my_optim_s;
-    const double my_step_s = seconds_since(step0);
+    const double my_step_s = seconds_since(step0) - watch_s;
     ++completed;
     if (!stepped[0]) ++skipped;
     // Bytes and times of every worker (hosted workers share this process's step times).
@@ -394,6 +464,13 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       st.kernels = std::max(st.kernels, v[5]);
     }
     step_times.push_back(st);
+    if (watch && root) watch->observe_update(t, before.data(), params[0].data());
+    if (masked && t == watch->switch_step()) {
+      for (auto& opt : optimizers) opt->set_momentum_mask(watch->zero_variance_mask());
+      run_json["exp_avg_mask"] = {{"rule", "zero_variance"},
+                                  {"applied_after_step", t},
+                                  {"masked_coordinates", watch->zero_variance_count()}};
+    }
 
     const std::string phase = to_string(schedule.phase);
     PhaseBytes& pb = phases[phase];
@@ -436,8 +513,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
 
   run_json["label"] = run.label;
   run_json["seed"] = seed;
-  run_json["optimizer_type"] = run.optimizer_type;
-  run_json["optimizer"] = resolved_optimizer(run, spec.file);
+  run_json["optimizer_type"] = run.optimizer.type_name();
+  run_json["optimizer"] = to_json(run.optimizer);
   run_json["baseline"] = run.baseline.empty() ? nlohmann::json() : nlohmann::json(run.baseline);
   run_json["status"] = status;
   if (!error.empty()) run_json["error"] = error;
@@ -449,6 +526,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
                              {"decay", to_string(run.lr.decay)},
                              {"final_fraction", run.lr.final_fraction}};
   run_json["train_loss"] = train_loss;
+  // The largest single update of rank 0's parameters before and after the switch.
+  if (watch) run_json["largest_updates"] = watch->updates_json();
   run_json["phase"] = phase_per_step;
   run_json["bytes_sent_per_worker_per_step"] = bytes_per_step;
   run_json["eval"] = evals;
@@ -464,6 +543,22 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       finished && !evals.empty() ? evals.back()["test_accuracy"] : nlohmann::json();
   run_json["final_test_loss"] =
       finished && !evals.empty() ? evals.back()["test_loss"] : nlohmann::json();
+  run_json["final_params"] = finished && !evals.empty() ? evals.back()["params"] : nlohmann::json();
+  // The training objective of the model kept at the end, over the whole training set (the
+  // per-step train_loss is each batch's, on the workers' own parameters before the update).
+  run_json["final_train_set_loss"] = nullptr;
+  run_json["final_train_set_accuracy"] = nullptr;
+  if (finished) {
+    const auto t0 = Clock::now();
+    const auto& every = every_worker(workers, params, gathered);
+    if (root) {
+      const Evaluation e =
+          evaluate(model, kept_params(every, mean_params).data, data.train, opts.threads);
+      run_json["final_train_set_loss"] = e.loss;
+      run_json["final_train_set_accuracy"] = e.accuracy;
+    }
+    eval_s += seconds_since(t0);
+  }
   const double wall = seconds_since(wall0);
   const double samples = static_cast<double>(completed) * static_cast<double>(B);
   run_json["timing"] = {
@@ -510,6 +605,8 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
   result["experiment_file"] = spec.file;
   result["config"] = spec.config;
   result["environment"] = environment_json();
+  // Which product kernel ran. It changes speed only: every kernel gives the same bits.
+  result["environment"]["gemm_kernel"] = kernels::gemm_path_name();
   result["resolved"] = {{"model", spec.model},
                         {"num_params", model->num_params()},
                         {"layout", model->layout().to_json()},
@@ -524,7 +621,10 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                         {"seeds", spec.seeds},
                         {"train_examples", data.train.n},
                         {"test_examples", data.test.n},
-                        {"evaluated_params", "rank 0"}};
+                        {"evaluated_params",
+                         "replicated (all ranks equal, e.g. after a sync step), else the mean "
+                         "over the ranks"}};
+  result["warnings"] = spec.warnings;
   std::unique_ptr<Workers> own;
   Workers* workers = opts.workers;
   if (!workers) {
@@ -548,7 +648,7 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
       ++index;
       if (opts.progress && workers->is_root())
         opts.progress(fmt::format("run {}/{}: '{}' ({}) seed {}, p = {}, batch {}, {} steps", index,
-                                  total, run.label, run.optimizer_type, seed, spec.workers,
+                                  total, run.label, run.optimizer.type_name(), seed, spec.workers,
                                   spec.batch_size, spec.steps));
       std::string error;
       runs.push_back(train_one(spec, run, seed, *model, data, opts, *workers, error));

@@ -31,6 +31,7 @@ class LocalWorkers final : public Workers {
   }
 
   std::vector<double> gather(const std::vector<double>& mine, size_t) override { return mine; }
+  std::vector<float> gather(const std::vector<float>& mine, size_t) override { return mine; }
 
  private:
   int p_;

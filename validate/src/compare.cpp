@@ -11,8 +11,8 @@
 #include "clbo/kernels/mask.hpp"
 #include "clbo/schedule/config.hpp"
 #include "clbo/schedule/schedule.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
 #include "clbo/sim/projection.hpp"
 #include "clbo/validate/model.hpp"
 

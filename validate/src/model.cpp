@@ -6,8 +6,8 @@
 #include <string>
 
 #include "clbo/core/error.hpp"
-#include "clbo/sim/engine.hpp"
-#include "clbo/sim/sim_plan.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/program.hpp"
 
 namespace clbo::validate {
 

@@ -21,7 +21,7 @@ namespace clbo {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // DeepSpeed's name: "Adam", "Lamb", "OneBitAdam", "OneBitLamb", "ZeroOneAdam", "Slamb".
+  // The type name of its config, e.g. "OneBitAdam" (DeepSpeed's names, then clbo's ablations).
   virtual std::string type() const = 0;
 
   // One update of this rank's params (n floats, in place) from its local gradient. Returns
@@ -57,6 +57,11 @@ class Optimizer {
   virtual const OptimizerConfig& config() const = 0;
   // Steps skipped because of non-finite gradients (nonfinite = "skip").
   virtual int64_t steps_skipped() const { return 0; }
+  // The per-tensor factor the last step multiplied lr by, in layout order: LAMB's trust ratio
+  // (1-bit LAMB: its trust ratio in warmup, then lamb_coeff_freeze·factor; SLAMB: φF, the
+  // ratio of its fresh coordinates). Empty for the optimizers without one and before the
+  // first step. A diagnostic (results show it), not state.
+  virtual std::vector<float> layer_coefficients() const { return {}; }
   // DeepSpeed's exp_avg_mask: after every compressed allreduce the communicated buffer is
   // multiplied by this mask (n floats, usually 0/1) so that momenta known to be exactly zero
   // stay zero (1-bit compression cannot represent 0). Only the 1-bit optimizers support it;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "clbo/core/onebit_padding.hpp"  // the padding rule onebit_exchanges sizes by
 #include "clbo/core/schedule.hpp"
 
 namespace clbo {
@@ -49,6 +50,31 @@ struct CommPlan {
 // The plan of one call as executed by clbo's algorithms on a flat world of p ranks (p ≥ 1).
 // For sparse allreduce, `call.count` is the compacted length.
 CommPlan make_plan(const CommCall& call, int p);
+
+// The builders make_plan composes, one per transfer pattern, each the single definition of
+// that pattern (the simulator expands library collectives with the same ones):
+//   ring_allreduce_plan    the "ring" above: n elements of elem_bytes each;
+//   ring_allgather_plan    p−1 rounds, in each every rank sends `bytes` to rank+1 (the ring
+//                          NCCL runs for ncclAllGather; per rank it sends what the direct
+//                          allgather sends);
+//   direct_exchange_plan   one round, every rank sends `bytes` to every other rank, in
+//                          order of rank then distance (r → r+1, r+2, …): the direct
+//                          all-to-all (`bytes` per destination block) and direct allgather.
+// `round` offsets the rounds, so phases can be appended to one plan.
+void ring_allreduce_plan(CommPlan& plan, size_t n, size_t elem_bytes);
+void ring_allgather_plan(CommPlan& plan, uint64_t bytes, int round = 0);
+void direct_exchange_plan(CommPlan& plan, uint64_t bytes, int round = 0);
+
+// The four exchanges of the 1-bit two-phase scheme, in order. `kind` is kAlltoall (each rank
+// sends `bytes` to every other rank, a different block to each) or kAllgather (each rank
+// contributes `bytes` that every other rank receives); `name` is the one name reports and
+// the simulator give the exchange. Empty for n = 0 (the algorithm returns before any).
+struct OnebitExchange {
+  CollKind kind;
+  uint64_t bytes;
+  const char* name;
+};
+std::vector<OnebitExchange> onebit_exchanges(size_t n, int p);
 
 // Closed forms used by reports and cross-checked against make_plan in tests.
 uint64_t onebit_bytes_per_rank(size_t n, int p);  // (p−1)·n'/(4p) + 8(p−1); 0 for n = 0

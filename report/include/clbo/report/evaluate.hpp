@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clbo/report/claim_spec.hpp"
@@ -22,6 +23,13 @@ struct ClaimRow {
   std::string winner;              // max/min: which element gave the value ("gpus=64")
   std::string reason;              // unavailable: why there is no clbo value
   std::vector<std::string> files;  // results keys read, in first-read order
+  // Simulated runs say whose code they model ("implementation": clbo or deepspeed). A
+  // selector that names no implementation reads each file's primary one (the first of its
+  // inputs.settings.implementation); clbo_value is that one's. by_implementation holds the
+  // value under every implementation all the simulation files read have run, when more
+  // than one.
+  std::string implementation;
+  std::vector<std::pair<std::string, double>> by_implementation;
 };
 
 // Throws clbo::Error naming the spec file, the claim id and the selector on any selector

@@ -19,7 +19,19 @@
 
 namespace clbo {
 
-enum class OptimizerKind { kAdam, kLamb, kOneBitAdam, kOneBitLamb, kZeroOneAdam, kSlamb };
+// The six optimizers of the papers, then three ablations the papers argue against
+// (docs/reference/algorithms.md §9): they exist to show what breaks.
+enum class OptimizerKind {
+  kAdam,
+  kLamb,
+  kOneBitAdam,
+  kOneBitLamb,
+  kZeroOneAdam,
+  kSlamb,
+  kOneBitAdamNoErrorFeedback,
+  kNaiveOneBitAdam,
+  kNaiveOneBitLamb,
+};
 
 // What a step does when some rank's gradient holds NaN or Inf.
 enum class NonfinitePolicy {
@@ -100,11 +112,42 @@ struct SlambParams {
   bool operator==(const SlambParams&) const = default;
 };
 
+// 1-bit Adam with the compression error thrown away: both error buffers are zeroed before
+// every compressed call. Otherwise exactly 1-bit Adam (warmup, frozen v, 1-bit momentum).
+struct OneBitAdamNoErrorFeedbackParams {
+  int64_t freeze_step = 100000;
+  CommGranularity comm_granularity = CommGranularity::kFlat;
+  bool operator==(const OneBitAdamNoErrorFeedbackParams&) const = default;
+};
+
+// The naive error-compensated 1-bit Adam of the 1-bit Adam paper's motivation: every step the
+// *gradient* is 1-bit allreduced with error feedback and Adam (no bias correction, as 1-bit
+// Adam) updates both m and v from it. dense_steps > 0 runs that many dense 1-bit-Adam warmup
+// steps first (a variant, not the paper's scheme, which compresses from step 1).
+struct NaiveOneBitAdamParams {
+  int64_t dense_steps = 0;
+  CommGranularity comm_granularity = CommGranularity::kFlat;
+  bool operator==(const NaiveOneBitAdamParams&) const = default;
+};
+
+// The naive 1-bit LAMB the 1-bit LAMB paper motivates its design with: 1-bit Adam's scheme
+// (dense LAMB warmup without bias correction, then v frozen and the momentum 1-bit allreduced
+// with error feedback) with LAMB's trust ratio clamp(‖θ‖/‖u‖) recomputed every step from the
+// compressed momentum: no frozen coefficient, no variance-based factor.
+struct NaiveOneBitLambParams {
+  int64_t freeze_step = 100000;
+  double max_coeff = 10.0, min_coeff = 0.01;
+  CommGranularity comm_granularity = CommGranularity::kFlat;
+  bool operator==(const NaiveOneBitLambParams&) const = default;
+};
+
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kAdam;
   CommonParams common;
+  // Alternative i holds the params of OptimizerKind i.
   std::variant<AdamParams, LambParams, OneBitAdamParams, OneBitLambParams, ZeroOneAdamParams,
-               SlambParams>
+               SlambParams, OneBitAdamNoErrorFeedbackParams, NaiveOneBitAdamParams,
+               NaiveOneBitLambParams>
       params;
 
   const std::string& type_name() const;  // canonical DeepSpeed spelling, e.g. "OneBitAdam"
@@ -115,8 +158,10 @@ struct OptimizerConfig {
   bool operator==(const OptimizerConfig&) const = default;
 };
 
-// Parses and validates; `file` names the source in errors.
-OptimizerConfig parse_optimizer_config(const nlohmann::json& block, const std::string& file);
+// Parses and validates; `file` names the source in errors and `prefix` the block's place in
+// it (e.g. "runs[2].optimizer": errors then name "runs[2].optimizer.params.lr").
+OptimizerConfig parse_optimizer_config(const nlohmann::json& block, const std::string& file,
+                                       const std::string& prefix = "");
 
 // The canonical block {"type": ..., "params": {...}} with every default filled in, so results
 // record exactly what ran. parse_optimizer_config(to_json(c)) == c.
@@ -126,8 +171,13 @@ nlohmann::json to_json(const OptimizerConfig& c);
 const std::vector<std::string>& optimizer_type_names();
 const std::string& type_name(OptimizerKind kind);
 
-// The number of uncompressed warmup steps of 1-bit Adam / 1-bit LAMB: freeze_step, or
-// freeze_step − 1 (never below 0) with compat_deepspeed_step_count.
+// The number of uncompressed warmup steps of the kinds that start dense and switch to 1-bit
+// compression (1-bit Adam and LAMB, their naive and no-error-feedback variants): freeze_step
+// (NaiveOneBitAdam: dense_steps), or freeze_step − 1 (never below 0) with
+// compat_deepspeed_step_count. Throws clbo::Error for the other kinds.
 int64_t onebit_warmup_steps(const OptimizerConfig& c);
+
+// The comm_granularity of a kind that has one (the 1-bit kinds), else kFlat.
+CommGranularity comm_granularity(const OptimizerConfig& c);
 
 }  // namespace clbo

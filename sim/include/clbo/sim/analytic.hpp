@@ -6,7 +6,7 @@
 // uplinks, all-to-all incast) SimGrid is slower, and the tests show by how much and why.
 #pragma once
 #include "clbo/sim/cluster.hpp"
-#include "clbo/sim/sim_plan.hpp"
+#include "clbo/sim/program.hpp"
 
 namespace clbo::sim {
 

@@ -70,10 +70,17 @@ struct ClusterSpec {
 ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
                           const std::string& prefix = "");
 
-// Resolves a reference as experiments write it: a preset name ("paper-eth-v100"), a path to
-// a JSON file ("my/cluster.json"), or an inline object. `where`/`field` locate the reference.
+// Resolves a reference as experiments and the command line write it: a preset name
+// ("paper-eth-v100"), a path to a cluster JSON file ("my/cluster.json", or any name that
+// contains a '/' or names an existing file), or an inline object. `where`/`field` locate the
+// reference in errors: a path that does not exist, a file that is not JSON or not a cluster,
+// an unknown preset (with the nearest name).
 ClusterSpec resolve_cluster(const nlohmann::json& ref, const std::string& where,
                             const std::string& field);
+// The JSON a reference stands for (the preset's or the file's content, or the object), and
+// the file it came from (for relative paths inside it and for errors).
+nlohmann::json cluster_json(const nlohmann::json& ref, const std::string& where,
+                            const std::string& field, std::string* from = nullptr);
 
 // Checks that p GPUs fit the cluster: p ≥ 1, p ≤ nodes × GPUs per node, and p is a multiple
 // of GPUs per node whenever it spans more than one node. Throws InputError naming where/field.

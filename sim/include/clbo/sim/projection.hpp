@@ -19,8 +19,9 @@
 #include "clbo/core/schedule.hpp"
 #include "clbo/schedule/config.hpp"
 #include "clbo/sim/cluster.hpp"
-#include "clbo/sim/collectives.hpp"
-#include "clbo/sim/engine.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
+#include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/workload.hpp"
 
 namespace clbo::sim {
@@ -71,8 +72,10 @@ struct StepKindResult {
   double compute_s() const { return fwd_s + bwd_s + optimizer_s; }
 };
 
+// `optimizer_extra_s` is what the implementation's optimizer step adds to the workload's
+// measured one (implementation.hpp, optimizer_extra_s).
 StepKindResult step_result(const StepKind& kind, const TrainingSetup& s, const Program& prog,
-                           const ProgramResult& r);
+                           const ProgramResult& r, double optimizer_extra_s = 0);
 
 struct RunMetrics {
   double time_s = 0;  // end to end

@@ -75,36 +75,4 @@ ParamLayout swin_layout(int embed_dim, const std::vector<int>& depths,
                         const std::vector<int>& heads, int window, int patch, int in_chans,
                         int num_classes);
 
-// Compression-kernel roofline (docs/reference/published.md "Minimum bytes per element"): seconds
-// for the compressed allreduce's kernels on one GPU, at `efficiency` of datasheet HBM bandwidth.
-struct KernelModel {
-  double hbm_Bps = 0;
-  double efficiency =
-      0.85;  // streaming kernels reach 85–93% of datasheet (docs/reference/published.md)
-  double compress_Bpe = 20.125;     // error feedback + sign + RMS scale, bytes per element
-  double unpack_Bpe = 4.125;        // bits → scaled fp32
-  double compact_Bpe = 4.125;       // SLAMB: mask draw + read m, per element of the buffer
-  double compact_selected_Bpe = 8;  // SLAMB: write, read back and scatter a selected value
-  // Measured rates in elements per second (0: use the roofline), from `clbo bench kernels`
-  // Google Benchmark JSON (CPU or CUDA binary): see load_kernel_bench().
-  double compress_eps = 0, unpack_eps = 0, server_eps = 0, compact_eps = 0, mask_eps = 0;
-  std::string measured_from;
-  nlohmann::json to_json() const;
-  double seconds(double bytes) const { return bytes / (hbm_Bps * efficiency); }
-  // The 1-bit scheme's kernels over a padded buffer of n elements on p ranks: the worker's
-  // error feedback + sign + scale, the server's decode of p pieces and re-compression of
-  // its c = n/p slice, and the final unpack of the gathered chunks.
-  double worker_compress_s(size_t padded_n) const;
-  double server_s(size_t padded_n, int p) const;
-  double unpack_s(size_t padded_n) const;
-  // SLAMB: draw the mask and compact the selected momenta over a buffer of n elements.
-  double compaction_s(size_t n, size_t selected) const;
-};
-
-// Reads `clbo bench kernels` output (Google Benchmark JSON: "benchmarks" with "name" and
-// "items_per_second") into k: BM_compress_fused/BM_Compress, BM_unpack_scale/BM_Unpack,
-// BM_server_step/BM_ServerStep, BM_compact/BM_MaskCompact, BM_random_mask/BM_RandomMask,
-// each at its largest size. Kernels missing from the file keep the roofline.
-void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file);
-
 }  // namespace clbo::sim

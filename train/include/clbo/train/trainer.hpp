@@ -10,6 +10,12 @@
 //   2. every rank's optimizer gets set_lr(schedule(t)) and steps through its worker's
 //      communicator (workers.hpp), whose backend counts the bytes the rank really sent,
 //      attributed to the phase comm_schedule(t) announces.
+// Evaluations use the parameters a user would keep: the replicated ones when every rank holds
+// the same (always after a sync step), else the mean over the ranks. With one worker per
+// process the root evaluates, from every worker's parameters gathered at the evaluation
+// steps; the harness's FreezeWatch likewise sees every worker's gradient at the dense steps
+// before the switch (a gather outside the timed step), so every process builds the same
+// momentum mask and the run stays bit-identical to the local one.
 //
 // Determinism: a worker's gradient is the left fold, in chunk order, of the gradients of
 // fixed-size chunks (`micro_batch`), whichever thread computes them; every other sum has a
@@ -22,20 +28,33 @@
 #include <string>
 #include <vector>
 
+#include "clbo/schedule/config.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 #include "clbo/train/lr_schedule.hpp"
 #include "clbo/train/workers.hpp"
 
 namespace clbo::train {
 
+// Which coordinates a run's 1-bit optimizer masks (DeepSpeed's exp_avg_mask: the compressed
+// buffer is multiplied by a 0/1 mask after every 1-bit allreduce, docs/convergence.md).
+enum class MomentumMask {
+  kNone,
+  // 0 for every coordinate whose gradient was exactly zero on every rank at every dense step
+  // before the switch to compression (1-bit Adam and LAMB: the warmup steps; 0/1 Adam: the
+  // variance steps up to var_freeze_step), 1 elsewhere. These are the coordinates whose
+  // variance freezes at exactly 0: 1-bit compression cannot represent their zero momentum,
+  // and the ±scale they receive instead is divided by eps alone. Built once, at the switch.
+  kZeroVariance,
+};
+
 // One optimizer configuration of an experiment, run once per seed.
 struct RunSpec {
   std::string label;
-  nlohmann::json optimizer;  // the DeepSpeed-style block, with freeze steps filled in
-  std::string optimizer_type;
-  std::string baseline;  // label of the run this one is compared against ("" = none)
+  OptimizerConfig optimizer;  // parsed once, with the run-level fractions filled in
+  std::string baseline;       // label of the run this one is compared against ("" = none)
   LrSchedule lr;
   std::optional<double> freeze_fraction, var_freeze_fraction;
+  MomentumMask momentum_mask = MomentumMask::kNone;
 };
 
 struct ExperimentSpec {
@@ -52,12 +71,16 @@ struct ExperimentSpec {
   bool continue_after_nan = false;
   std::vector<uint64_t> seeds{1};
   std::vector<RunSpec> runs;
+  // Valid but suspicious settings (a freeze beyond the run, a run that does not end on a
+  // parameter sync, ...): printed before training and recorded in the result.
+  std::vector<std::string> warnings;
 };
 
 // Parses and validates an experiment (see docs/convergence.md for the fields). Everything
 // that can be checked without data is checked here: unknown model or optimizer type (with a
 // suggestion), batch not divisible by p, p > batch, p outside 1..64, optimizer params (each
-// run's optimizer is constructed once on a 1-tensor layout), unknown fields, baselines
+// run's optimizer is constructed once on a 2-tensor layout), a freeze or variance-freeze
+// step of 0 or a SLAMB sync interval at least as long as the run, unknown fields, baselines
 // naming no run. `train_examples` turns "epochs" into steps.
 ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file,
                                 size_t train_examples = 60000);

@@ -5,7 +5,7 @@
 //   a process-per-worker backend (the MPI one, apps/train/train_mpi_main.cpp) hosts one
 //                     worker per process and steps it over its own Communicator.
 // Either way a worker computes the same gradient and steps the same optimizer, so the final
-// parameters do not depend on the backend (tests/mpi/test_train_mpi.cpp checks bit
+// parameters do not depend on the backend (tests/mpi/test_train_mpi.py checks bit
 // identity).
 #pragma once
 #include <cstdint>
@@ -40,6 +40,8 @@ class Workers {
   // Every worker's values in worker order, from each process's values for its workers
   // (`mine`: count() × per_worker values). Control traffic: neither counted nor timed.
   virtual std::vector<double> gather(const std::vector<double>& mine, size_t per_worker) = 0;
+  // The same for float vectors (parameters, gradients), bit for bit.
+  virtual std::vector<float> gather(const std::vector<float>& mine, size_t per_worker) = 0;
 };
 
 std::unique_ptr<Workers> local_workers(int p);

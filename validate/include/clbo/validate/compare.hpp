@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "clbo/sim/cluster.hpp"
+#include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/workload.hpp"
 #include "clbo/validate/plan.hpp"
 #include "clbo/validate/spec.hpp"

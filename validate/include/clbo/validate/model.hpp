@@ -15,6 +15,7 @@
 #include <string>
 
 #include "clbo/sim/cluster.hpp"
+#include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/workload.hpp"
 #include "clbo/validate/spec.hpp"
 

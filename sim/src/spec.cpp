@@ -1,0 +1,265 @@
+#include "clbo/sim/spec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "clbo/core/config.hpp"
+#include "clbo/core/error.hpp"
+
+namespace clbo::sim {
+
+namespace {
+
+const nlohmann::json& array_field(ConfigReader& r, const nlohmann::json& obj,
+                                  const std::string& key, bool required) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  r.ignore(key);
+  if (!obj.contains(key)) {
+    if (required) r.fail(key, "required");
+    return empty;
+  }
+  if (!obj[key].is_array() || obj[key].empty()) r.fail(key, "expected a non-empty array");
+  return obj[key];
+}
+
+Implementation parse_implementation(const nlohmann::json& v, const std::string& file,
+                                    const std::string& field) {
+  static const std::vector<std::string> names = {"clbo", "deepspeed"};
+  if (!v.is_string() || std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
+    throw InputError(file, field, v.dump(),
+                     "unknown implementation: expected \"clbo\" or \"deepspeed\"" +
+                         (v.is_string() ? did_you_mean(v.get<std::string>(), names) : ""));
+  return v.get<std::string>() == "clbo" ? Implementation::kClbo : Implementation::kDeepspeed;
+}
+
+// "implementation": one profile or a non-empty list of distinct ones.
+std::vector<Implementation> parse_implementations(const nlohmann::json& v, const std::string& file,
+                                                  const std::string& field, bool list_allowed) {
+  if (!v.is_array()) return {parse_implementation(v, file, field)};
+  if (!list_allowed)
+    throw InputError(file, field, v.dump(),
+                     "an optimizer entry runs under one implementation: \"clbo\" or "
+                     "\"deepspeed\"");
+  if (v.empty()) throw InputError(file, field, "[]", "expected at least one implementation");
+  std::vector<Implementation> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Implementation im = parse_implementation(v[i], file, fmt::format("{}[{}]", field, i));
+    if (std::find(out.begin(), out.end(), im) != out.end())
+      throw InputError(file, fmt::format("{}[{}]", field, i), v[i].dump(), "listed twice");
+    out.push_back(im);
+  }
+  return out;
+}
+
+DType parse_dtype(ConfigReader& r, const std::string& key, DType def) {
+  const std::string d = r.choice(key, def == DType::kF16 ? "fp16" : "fp32", {"fp16", "fp32"});
+  return d == "fp16" ? DType::kF16 : DType::kF32;
+}
+
+// Micro-batch, and gradient accumulation from either grad_acc or a global batch size.
+void batch_of(ConfigReader& r, RunPoint& pt, int64_t def_mb, int64_t def_batch, int64_t def_ga,
+              const std::string& file) {
+  pt.micro_batch = r.integer("micro_batch", def_mb, 1);
+  if (pt.micro_batch < 1) r.fail("micro_batch", "required");
+  const bool has_batch = r.has("batch_size"), has_ga = r.has("grad_acc");
+  if (has_batch && has_ga) r.fail("grad_acc", "give batch_size or grad_acc, not both");
+  const int64_t batch = r.integer("batch_size", has_ga ? 0 : def_batch, 1);
+  if (batch > 0) {
+    const int64_t per_step = pt.p * pt.micro_batch;
+    if (batch % per_step != 0)
+      throw InputError(file, r.field("batch_size"), std::to_string(batch),
+                       fmt::format("not divisible by GPUs × micro-batch = {} × {} = {}", pt.p,
+                                   pt.micro_batch, per_step));
+    pt.grad_acc = batch / per_step;
+  } else {
+    pt.grad_acc = r.integer("grad_acc", def_ga, 1);
+  }
+}
+
+}  // namespace
+
+ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::string& file) {
+  ExperimentSpec s;
+  s.file = file;
+  ConfigReader top(spec, file);
+  for (const char* k : {"name", "description", "source", "notes"}) top.ignore(k);
+  // Paper-claim specs (experiments/paper/) carry their claims beside the simulate block; the
+  // report evaluates them, the simulator only copies them into `config`.
+  top.ignore("claims");
+  if (spec.contains("claims") && !spec["claims"].is_array())
+    top.fail("claims", "expected an array of claims (see docs/paper.md)");
+  top.ignore("simulate");
+  if (!spec.contains("simulate") || !spec["simulate"].is_object())
+    top.fail("simulate", "required: the simulator's settings");
+  const nlohmann::json& sim = spec["simulate"];
+  top.finish();
+  ConfigReader r(sim, file, "simulate");
+
+  r.ignore("workload");
+  if (!sim.contains("workload")) r.fail("workload", "required");
+  s.workload =
+      std::make_shared<Workload>(resolve_workload(sim["workload"], file, r.field("workload")));
+
+  const auto& opts = array_field(r, sim, "optimizers", true);
+  std::set<std::string> labels;
+  for (size_t i = 0; i < opts.size(); ++i) {
+    const std::string f = fmt::format("{}[{}]", r.field("optimizers"), i);
+    ConfigReader o(opts[i], file, f);
+    OptimizerEntry e;
+    o.ignore("label");
+    o.ignore("optimizer");
+    o.ignore("baseline");
+    o.ignore("implementation");
+    if (opts[i].contains("implementation"))
+      e.implementations =
+          parse_implementations(opts[i]["implementation"], file, o.field("implementation"), false);
+    if (!opts[i].contains("optimizer"))
+      o.fail("optimizer", "required: a DeepSpeed optimizer block");
+    e.config = parse_optimizer_config(opts[i]["optimizer"], file);
+    e.label = opts[i].value("label", e.config.type_name());
+    e.baseline = opts[i].value("baseline", "");
+    if (!labels.insert(e.label).second) o.fail("label", "labels must be unique");
+    o.finish();
+    s.optimizers.push_back(std::move(e));
+  }
+  for (size_t i = 0; i < s.optimizers.size(); ++i) {
+    const std::string& b = s.optimizers[i].baseline;
+    if (!b.empty() && !labels.count(b))
+      throw InputError(file, fmt::format("{}[{}].baseline", r.field("optimizers"), i), b,
+                       "no optimizer has this label" +
+                           did_you_mean(b, std::vector<std::string>(labels.begin(), labels.end())));
+  }
+
+  s.total_steps = r.integer("total_steps", 1, 1);
+  s.grad_dtype = parse_dtype(r, "grad_dtype", DType::kF16);
+  s.overlap = r.boolean("overlap_backward", false);
+  s.bucket_bytes = r.number_in("bucket_mb", 25, 0, false, 1e6, true) * 1e6;
+  s.kernel_efficiency = r.number_in("kernel_efficiency", 0.85, 0, false, 1, true);
+  r.ignore("kernel_bench");
+  if (sim.contains("kernel_bench")) {
+    if (!sim["kernel_bench"].is_string())
+      r.fail("kernel_bench", "expected the path of `clbo bench kernels` JSON output");
+    s.kernel_bench_file = sim["kernel_bench"].get<std::string>();
+    s.kernel_bench = load_json_file(s.kernel_bench_file);
+    KernelModel probe;
+    load_kernel_bench(probe, s.kernel_bench, s.kernel_bench_file);  // validate now
+  }
+  const std::string backend = r.choice("backend", "nccl", {"nccl", "mpi"});
+  s.expand.backend = backend == "nccl" ? Backend::kNccl : Backend::kMpi;
+  s.expand.mpi_cuda_aware = r.boolean("mpi_cuda_aware", false);
+  const std::string algo = r.choice("allreduce", "auto", {"auto", "ring", "tree", "hierarchical"});
+  s.expand.allreduce = algo == "ring"           ? Algo::kRing
+                       : algo == "tree"         ? Algo::kTree
+                       : algo == "hierarchical" ? Algo::kHierarchical
+                                                : Algo::kAuto;
+  const std::string proto = r.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});
+  s.expand.protocol = proto == "LL"       ? Proto::kLL
+                      : proto == "LL128"  ? Proto::kLL128
+                      : proto == "Simple" ? Proto::kSimple
+                                          : Proto::kAuto;
+  const std::string fidelity = r.choice("fidelity", "fast", {"fast", "exact"});
+  s.expand.exact = fidelity == "exact";
+  s.session.aggregate = fidelity == "fast";
+  s.session.max_flows_per_round =
+      static_cast<int>(r.integer("max_flows_per_round", s.session.max_flows_per_round, 16));
+  s.expand.target_rounds = static_cast<int>(r.integer("target_rounds", s.expand.target_rounds, 1));
+  r.ignore("implementation");
+  if (sim.contains("implementation"))
+    s.implementations =
+        parse_implementations(sim["implementation"], file, r.field("implementation"), true);
+  s.expand.implementation = s.implementations.front();
+  s.expand.launch_s = r.number_in("launch_us", s.expand.launch_s * 1e6, 0, true, 1e6, true) * 1e-6;
+  s.expand.host_sync_s =
+      r.number_in("host_sync_us", s.expand.host_sync_s * 1e6, 0, true, 1e6, true) * 1e-6;
+  for (OptimizerEntry& e : s.optimizers)
+    if (e.implementations.empty()) e.implementations = s.implementations;
+
+  r.ignore("compute");
+  if (sim.contains("compute")) {
+    ConfigReader cr(sim["compute"], file, r.field("compute"));
+    for (auto it = sim["compute"].begin(); it != sim["compute"].end(); ++it) {
+      const std::string f = cr.field(it.key());
+      cr.ignore(it.key());
+      const GpuInfo& g = gpu_info(it.key(), file, f);
+      const nlohmann::json prof =
+          it.value().is_string() ? load_json_file(it.value().get<std::string>()) : it.value();
+      s.compute[g.name] =
+          parse_profile(prof, g.name, it.value().is_string() ? it.value().get<std::string>() : file,
+                        it.value().is_string() ? "" : f);
+    }
+  }
+
+  // Points: explicit rows, or the product clusters × gpus.
+  auto cluster_index = [&](const nlohmann::json& ref, const std::string& field) {
+    ClusterSpec c = resolve_cluster(ref, file, field);
+    for (size_t i = 0; i < s.clusters.size(); ++i)
+      if (s.clusters[i].name == c.name && s.clusters[i].file == c.file) return i;
+    s.clusters.push_back(std::move(c));
+    return s.clusters.size() - 1;
+  };
+  const int64_t def_mb = r.integer("micro_batch", 0, 1);
+  const int64_t def_batch = r.integer("batch_size", 0, 1);
+  const int64_t def_ga = r.integer("grad_acc", 1, 1);
+  if (sim.contains("batch_size") && sim.contains("grad_acc"))
+    r.fail("grad_acc", "give batch_size or grad_acc, not both");
+  if (sim.contains("rows")) {
+    const auto& rows = array_field(r, sim, "rows", true);
+    if (sim.contains("clusters") || sim.contains("gpus"))
+      r.fail("rows", "give rows or clusters × gpus, not both");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string f = fmt::format("{}[{}]", r.field("rows"), i);
+      ConfigReader rr(rows[i], file, f);
+      RunPoint pt;
+      rr.ignore("cluster");
+      if (!rows[i].contains("cluster")) rr.fail("cluster", "required");
+      pt.cluster = cluster_index(rows[i]["cluster"], rr.field("cluster"));
+      pt.p = static_cast<int>(rr.integer("gpus", 0, 0));
+      check_gpu_count(s.clusters[pt.cluster], pt.p, file, rr.field("gpus"));
+      // A row inherits the sweep's batch settings unless it states its own.
+      batch_of(rr, pt, def_mb, rows[i].contains("grad_acc") ? 0 : def_batch, def_ga, file);
+      rr.ignore("paper");
+      rr.ignore("paper_source");
+      rr.ignore("label");
+      // Published values to compare with: the report's (report/paper_rows.hpp).
+      if (rows[i].contains("paper") && !rows[i]["paper"].is_object())
+        rr.fail("paper", "expected an object of numbers");
+      rr.finish();
+      s.points.push_back(pt);
+    }
+  } else {
+    const auto& clusters = array_field(r, sim, "clusters", true);
+    const auto& gpus = array_field(r, sim, "gpus", true);
+    for (size_t ci = 0; ci < clusters.size(); ++ci) {
+      const size_t idx =
+          cluster_index(clusters[ci], fmt::format("{}[{}]", r.field("clusters"), ci));
+      for (size_t gi = 0; gi < gpus.size(); ++gi) {
+        const std::string f = fmt::format("{}[{}]", r.field("gpus"), gi);
+        if (!gpus[gi].is_number_integer())
+          throw InputError(file, f, gpus[gi].dump(), "expected an integer");
+        RunPoint pt;
+        pt.cluster = idx;
+        pt.p = gpus[gi].get<int>();
+        check_gpu_count(s.clusters[idx], pt.p, file, f);
+        nlohmann::json batch = nlohmann::json::object();
+        batch["micro_batch"] = def_mb;
+        if (def_batch > 0)
+          batch["batch_size"] = def_batch;
+        else
+          batch["grad_acc"] = def_ga;
+        ConfigReader br(batch, file, "simulate");
+        batch_of(br, pt, def_mb, def_batch, def_ga, file);
+        s.points.push_back(pt);
+      }
+    }
+  }
+  if (def_mb < 1) {
+    for (size_t i = 0; i < s.points.size(); ++i)
+      if (s.points[i].micro_batch < 1) r.fail("micro_batch", "required (at the top or per row)");
+  }
+  r.finish();
+  return s;
+}
+
+}  // namespace clbo::sim
