@@ -16,7 +16,8 @@ namespace clbo::optim_detail {
 namespace {
 
 constexpr char kStateMagic[9] = "CLBOSTAT";
-constexpr uint32_t kStateVersion = 1;
+// 2: 0/1 Adam's interval counters left the state (they are a function of the step count).
+constexpr uint32_t kStateVersion = 2;
 
 }  // namespace
 

@@ -1,12 +1,12 @@
 // 0/1 Adam (docs/reference/algorithms.md §5), with DeepSpeed's onebit/zoadam.py for the counters.
-//   phase 1 (t ≤ var_freeze_step): variance steps (clock % var_interval == 0) average the
-//     gradient densely and update m and v; other steps 1-bit-allreduce the gradient and
-//     update m only. var_interval doubles every var_update_scaler variance steps.
+//   phase 1 (t ≤ var_freeze_step): variance steps average the gradient densely and update m
+//     and v; other steps 1-bit-allreduce the gradient and update m only.
 //   switch: the error buffers are zeroed once, at the end of step var_freeze_step.
-//   phase 2: local steps accumulate u (the momentum_accumulator) and lrs; sync steps
-//     (clock % local_interval == 0) undo the local steps, 1-bit-allreduce u·(√v+ε) and
-//     re-apply the averaged update. local_interval doubles every local_step_scaler phase-2
-//     steps, capped at local_step_clipper.
+//   phase 2: local steps accumulate u (the momentum_accumulator) and lrs; sync steps undo
+//     the local steps, 1-bit-allreduce u·(√v+ε) and re-apply the averaged update.
+// Which step is which comes from the schedule (zero_one_adam_step), the function the
+// simulator and comm_schedule read: the intervals are a pure function of t, so the
+// optimizer keeps no counters of its own that could drift from what was simulated.
 #include <cmath>
 
 #include "onebit_comm.hpp"
@@ -32,11 +32,11 @@ class ZeroOneAdam final : public OptimizerImpl<ZeroOneAdam> {
 
  protected:
   void update(Communicator& comm, float* theta, const float* grad, int64_t t) override {
-    const int64_t clock = t + (params_.compat_deepspeed_step_count ? 1 : 0);
-    if (t <= params_.var_freeze_step)
-      phase1_step(comm, theta, grad, t, clock);
+    const ZeroOneAdamStep k = zero_one_adam_step(params_, t);
+    if (k.phase1)
+      phase1_step(comm, theta, grad, t, k.variance_step);
     else
-      phase2_step(comm, theta, grad, clock);
+      phase2_step(comm, theta, grad, k.sync_step);
   }
 
   void save_fields(state_io::Writer& w) const override {
@@ -44,10 +44,6 @@ class ZeroOneAdam final : public OptimizerImpl<ZeroOneAdam> {
     w.floats(v_);
     w.floats(u_);
     w.f64(lrs_);
-    w.i64(var_interval_);
-    w.i64(var_counter_);
-    w.i64(local_interval_);
-    w.i64(local_counter_);
     onebit_.save(w);
   }
   void load_fields(state_io::Reader& r) override {
@@ -55,25 +51,15 @@ class ZeroOneAdam final : public OptimizerImpl<ZeroOneAdam> {
     v_ = r.floats("v", n_);
     u_ = r.floats("momentum_accumulator", n_);
     lrs_ = r.f64("lrs");
-    var_interval_ = r.i64("var_interval");
-    var_counter_ = r.i64("var_counter");
-    local_interval_ = r.i64("local_interval");
-    local_counter_ = r.i64("local_counter");
-    if (var_interval_ < 1 || local_interval_ < 1 || var_counter_ < 0 || local_counter_ < 0)
-      r.fail("var_interval", std::to_string(var_interval_), "corrupt 0/1 Adam counters");
     onebit_.load(r);
   }
 
  private:
-  void phase1_step(Communicator& comm, float* theta, const float* grad, int64_t t, int64_t clock) {
+  void phase1_step(Communicator& comm, float* theta, const float* grad, int64_t t,
+                   bool variance_step) {
     kernels::AdamArgs a = adam_args(/*bias_correction=*/false, t);
-    const bool variance_step = clock % var_interval_ == 0;
     if (variance_step) {
       kernels::adam_update(theta, m_.data(), v_.data(), average_gradient(comm, grad), n_, a);
-      if (++var_counter_ == params_.var_update_scaler) {
-        var_counter_ = 0;
-        var_interval_ *= 2;
-      }
     } else {
       // The 1-bit average of the gradient updates m only; v keeps its last variance step.
       float* g = scratch();
@@ -86,7 +72,7 @@ class ZeroOneAdam final : public OptimizerImpl<ZeroOneAdam> {
     if (t == params_.var_freeze_step) onebit_.zero_errors();
   }
 
-  void phase2_step(Communicator& comm, float* theta, const float* grad, int64_t clock) {
+  void phase2_step(Communicator& comm, float* theta, const float* grad, bool sync_step) {
     lrs_ += static_cast<double>(lr_);
     kernels::momentum_update(m_.data(), grad, n_, beta1_);
     // d = m/(√v+ε) + λθ in the arithmetic of kernels::adam_update (bias correction off), so
@@ -96,11 +82,7 @@ class ZeroOneAdam final : public OptimizerImpl<ZeroOneAdam> {
       theta[i] = theta[i] - lr_ * d;
       u_[i] = u_[i] - lr_ * d;
     }
-    if (clock % local_interval_ == 0) sync(comm, theta);
-    if (++local_counter_ == params_.local_step_scaler) {
-      local_counter_ = 0;
-      local_interval_ = std::min(params_.local_step_clipper, local_interval_ * 2);
-    }
+    if (sync_step) sync(comm, theta);
   }
 
   void sync(Communicator& comm, float* theta) {
@@ -122,8 +104,6 @@ class ZeroOneAdam final : public OptimizerImpl<ZeroOneAdam> {
   std::vector<float> m_, v_;
   std::vector<float> u_;  // DeepSpeed's momentum_accumulator
   double lrs_ = 0.0;      // Σ lr over the local steps since the last sync (a Python float there)
-  int64_t var_interval_ = 1, var_counter_ = 0;
-  int64_t local_interval_ = 1, local_counter_ = 0;
   OnebitComm onebit_;
 };
 
