@@ -56,7 +56,8 @@ clbo::cli::Registrar reg(
       sub.add_option("--format", a->format, "Output format")
           ->check(CLI::IsMember({"md", "tex", "csv"}))
           ->capture_default_str();
-      sub.add_option("-o,--out", a->out_dir, "Folder for paper.*, headline.* and summary.*")
+      sub.add_option("-o,--out", a->out_dir,
+                     "Folder for paper.*, headline.*, summary.* (and validation.*)")
           ->capture_default_str();
       sub.add_flag("--check-specs", a->check_specs,
                    "Only load and validate the claim specs (no results needed); exit 0 when valid");
@@ -65,7 +66,9 @@ clbo::cli::Registrar reg(
           "value, relative error, within band, provenance, source; then the rows outside the "
           "target band with their reasons, and the rows not computed), headline.<ext> (the "
           "headline claims) and summary.<ext> (volume per optimizer, speedup per cluster, "
-          "convergence gaps, kernel roofline fractions). A missing, corrupt or unsupported "
+          "convergence gaps, kernel roofline fractions), and validation.<ext> when clbo.validate/1 "
+          "results exist (the simulator against the emulated cluster). A missing, corrupt or "
+          "unsupported "
           "results file, a stale simulation, or a bad spec is an error and nothing is written. "
           "The spec format is in docs/report.md; the results schemas in results/SCHEMA.md.");
       return [a] { return run_report(*a); };

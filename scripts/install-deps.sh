@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs clbo's build and run dependencies from Debian 12 packages (the CUDA toolkit, when
 # present, comes from /usr/local/cuda and is optional). Safe to rerun: apt-get skips what is
-# already installed. Needs root, or sudo.
+# already installed. Needs root, or sudo. mininet, bridge-utils and iproute2 are the emulated
+# cluster of `clbo validate` (emu/; running it also needs root with CAP_NET_ADMIN).
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
@@ -12,6 +13,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-matplotlib
   dataset-fashion-mnist
+  mininet bridge-utils iproute2
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,31 +1,20 @@
 // `clbo train`: real data-parallel convergence runs on Fashion-MNIST (train/trainer.hpp),
-// and `clbo train --summary` to tabulate result files.
-#include <fmt/format.h>
+// `clbo train --backend mpi` with one worker per MPI rank (execs clbo_train_mpi, built
+// beside clbo), and `clbo train --summary` to tabulate result files.
+#include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
-#include <sstream>
 
-#include "clbo/core/config.hpp"
-#include "clbo/core/error.hpp"
-#include "clbo/core/result_files.hpp"
-#include "clbo/core/results.hpp"
-#include "clbo/kernels/gemm.hpp"
-#include "clbo/train/fashion_mnist.hpp"
-#include "clbo/train/summary.hpp"
-#include "clbo/train/trainer.hpp"
+#include "clbo/core/json_reader.hpp"
 #include "cli.hpp"
-#include "cli_integer.hpp"
+#include "train_run.hpp"
 
 namespace {
 
-struct TrainArgs {
-  std::vector<std::string> inputs;
-  std::string out, data_dir, gemm = "auto";
-  int threads = 2;
-  bool summary = false, quiet = false, check = false;
-};
+namespace fs = std::filesystem;
 
-int run_summary(const TrainArgs& a) {
+int run_summary(const clbo::cli::TrainArgs& a) {
   if (!a.out.empty()) {
     std::vector<clbo::NamedPath> inputs;
     for (const auto& path : a.inputs) inputs.push_back({"RESULT", path});
@@ -51,83 +40,53 @@ int run_summary(const TrainArgs& a) {
   return 0;
 }
 
-int run_train(const TrainArgs& a) {
-  if (a.inputs.size() != 1)
-    throw clbo::InputError("<command line>", "EXPERIMENT", std::to_string(a.inputs.size()),
-                           "give exactly one experiment file (or --summary RESULT...)");
-  if (a.threads < 1 || a.threads > 64)
-    throw clbo::InputError("<command line>", "--threads", std::to_string(a.threads),
-                           "must be in 1..64");
-  const std::string& path = a.inputs[0];
-  if (a.gemm == "portable")
-    clbo::kernels::detail::set_gemm_path(clbo::kernels::detail::GemmPath::kPortable);
-  // The output first, then the whole experiment, then the data: nothing that can be known
-  // at the start fails at the end (and --check rejects whatever the run would).
-  const std::string out = a.out.empty() ? clbo::default_results_path(path) : a.out;
-  clbo::check_output_path(out, a.out.empty() ? "output (the default for EXPERIMENT)" : "--out",
-                          {{"EXPERIMENT", path}});
-  clbo::train::ExperimentSpec spec = clbo::train::load_experiment(path);
-  for (const std::string& w : spec.warnings) std::cerr << "clbo: warning: " << w << "\n";
-  if (!a.data_dir.empty()) spec.data_dir = a.data_dir;
-  const clbo::train::FashionMnist data = clbo::train::load_fashion_mnist(spec.data_dir);
-  clbo::train::check_experiment(spec, data);
-  if (a.check) {  // the data loaded and checked too: a missing dataset fails here, not later
-    std::cout << path << ": ok (data: " << spec.data_dir << ", output: " << out << ")" << std::endl;
-    return 0;
-  }
-  clbo::train::TrainOptions opts;
-  opts.threads = a.threads;
-  if (!a.quiet) opts.progress = [](const std::string& m) { clbo::cli::progress(m); };
-  const nlohmann::json result = clbo::train::run_experiment(spec, data, opts);
-  clbo::write_json_atomic(out, result);
-  clbo::cli::progress(fmt::format("wrote {} (status {}, {:.1f} s)", out,
-                                  result["status"].get<std::string>(),
-                                  result["timing"]["wall_time_s"].get<double>()));
-  if (!result["error"].is_null()) {
-    std::cerr << "clbo: error: " << result["error"].get<std::string>() << "\n";
-    // A stopped experiment is a failure; a diverged run under continue_after_nan is a result.
-    if (result["status"] != "complete") {
-      std::cerr << "clbo: partial results written to " << out << " (marked \"status\": "
-                << "\"partial\")\n";
-      return 3;
-    }
-  }
-  return 0;
+// Replaces this process with clbo_train_mpi, so under mpirun the rank process stays the one
+// mpirun started; every argument but --backend passes on.
+int exec_mpi(const std::vector<std::string>& args) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path bin = (ec ? fs::current_path() : self.parent_path()) / "clbo_train_mpi";
+  if (!fs::exists(bin))
+    throw clbo::InputError(
+        "<command line>", "--backend", "mpi",
+        bin.string() + " was not built (configure with OpenMPI present: libopenmpi-dev)");
+  std::vector<std::string> all{bin.string()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : all) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  execv(bin.c_str(), argv.data());
+  throw clbo::Error("clbo train: cannot run " + bin.string());
+}
+
+std::vector<std::string> forwarded_args(const clbo::cli::TrainArgs& a) {
+  std::vector<std::string> v = a.inputs;
+  if (!a.out.empty()) v.insert(v.end(), {"--out", a.out});
+  if (!a.data_dir.empty()) v.insert(v.end(), {"--data-dir", a.data_dir});
+  v.insert(v.end(), {"--threads", std::to_string(a.threads), "--gemm", a.gemm});
+  if (a.quiet) v.push_back("--quiet");
+  if (a.check) v.push_back("--check");
+  return v;
 }
 
 clbo::cli::Registrar reg(
     "train",
     "Train a small model on Fashion-MNIST with p data-parallel workers through the real "
-    "compressed collectives; writes results/<...>/X.json",
+    "compressed collectives (local threads, or MPI ranks); writes results/<...>/X.json",
     [](CLI::App& sub) {
-      auto a = std::make_shared<TrainArgs>();
-      sub.add_option("inputs", a->inputs,
-                     "experiment JSON (experiments/convergence/X.json), or result files with "
-                     "--summary")
-          ->required();
-      sub.add_option("-o,--out", a->out,
-                     "output path (default: experiments/<dir>/X.json -> results/<dir>/X.json; "
-                     "with --summary: stdout)");
-      sub.add_option("--data-dir", a->data_dir,
-                     std::string("folder with the Fashion-MNIST IDX files (default: ") +
-                         clbo::train::kFashionMnistDefaultDir + ", from the Debian package " +
-                         clbo::train::kFashionMnistPackage + ")");
-      sub.add_option("--threads", a->threads,
-                     "threads for gradients and evaluation (results do not depend on it)")
-          ->transform(clbo::cli::decimal_integer<int>())
-          ->default_val(2);
-      sub.add_option("--gemm", a->gemm,
-                     "matrix-product kernel: auto (AVX2+FMA where the CPU has it) or portable "
-                     "(std::fma loops); both give bit-identical results, so this only checks that")
-          ->check(CLI::IsMember({"auto", "portable"}))
-          ->default_val("auto");
-      sub.add_flag("--summary", a->summary,
-                   "tabulate result files as Markdown instead of training");
-      sub.add_flag("-q,--quiet", a->quiet, "no progress lines");
-      sub.add_flag("--check", a->check,
-                   "only validate the experiment and load the data; train nothing, write "
-                   "nothing");
-      return [a] { return a->summary ? run_summary(*a) : run_train(*a); };
+      auto a = std::make_shared<clbo::cli::TrainArgs>();
+      clbo::cli::add_train_options(sub, *a, true);
+      return [a] {
+        if (a->summary) {
+          if (a->backend != "local")
+            throw clbo::InputError("<command line>", "--backend", a->backend,
+                                   "--summary reads result files; it has no backend");
+          return run_summary(*a);
+        }
+        if (a->backend == "mpi") return exec_mpi(forwarded_args(*a));
+        return clbo::cli::run_train(*a);
+      };
     });
 
 }  // namespace

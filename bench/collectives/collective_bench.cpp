@@ -56,11 +56,12 @@ size_t dtype_size(const std::string& d) {
 }
 
 bool dense_factor_op(Op op) {
-  return op == Op::kAllreduce || op == Op::kAlltoall || op == Op::kAllgather;
+  return op == Op::kAllreduce || op == Op::kAlltoall || op == Op::kAllgather || op == Op::kPingpong;
 }
 
 // nccl-tests' bus factor for the dense ops.
 double bus_factor(Op op, int p) {
+  if (op == Op::kPingpong) return 1.0;
   if (p <= 1) return 0.0;
   const double q = static_cast<double>(p);
   return op == Op::kAllreduce ? 2.0 * (q - 1) / q : (q - 1) / q;
@@ -91,6 +92,8 @@ std::string algorithm_of(const Plan& plan, Op op) {
       return b == "mpi" ? "MPI_Alltoall" : b == "nccl" ? "grouped ncclSend/ncclRecv" : "direct";
     case Op::kAllgather:
       return b == "mpi" ? "MPI_Allgather" : b == "nccl" ? "ncclAllGather" : "direct";
+    case Op::kPingpong:
+      return "send + recv between ranks 0 and 1 (half round trip)";
   }
   return "";
 }
@@ -183,8 +186,8 @@ nlohmann::json comparisons(const std::vector<Row>& rows) {
 }  // namespace
 
 const std::vector<std::string>& op_names() {
-  static const std::vector<std::string> v = {"allreduce", "compressed", "sparse", "alltoall",
-                                             "allgather"};
+  static const std::vector<std::string> v = {"allreduce", "compressed", "sparse",
+                                             "alltoall",  "allgather",  "pingpong"};
   return v;
 }
 const std::vector<std::string>& backend_names() {
@@ -236,6 +239,8 @@ void validate(const CollectiveBenchConfig& c) {
   for (const auto& o : ops) require_name("--op", o, op_names(), "operation");
   require_name("--backend", c.backend, backend_names(), "backend");
   require_name("--dtype", c.dtype, dtype_names(), "data type");
+  if (c.backend == "nccl" && std::find(ops.begin(), ops.end(), "pingpong") != ops.end())
+    throw InputError(kWhere, "--op", "pingpong", "pingpong runs on the local and mpi backends");
 #ifndef CLBO_WITH_MPI_BACKEND
   if (c.backend == "mpi")
     throw InputError(kWhere, "--backend", "mpi",
@@ -248,7 +253,7 @@ void validate(const CollectiveBenchConfig& c) {
 #endif
   for (const auto& o : ops) {
     const Op op = op_from_name(o);
-    if (c.dtype == "uint8" && !(op == Op::kAlltoall || op == Op::kAllgather))
+    if (c.dtype == "uint8" && !(op == Op::kAlltoall || op == Op::kAllgather || op == Op::kPingpong))
       throw InputError(kWhere, "--dtype", "uint8",
                        fmt::format("{} sums values; use float or half", o));
     if (c.dtype == "half" && op == Op::kCompressed)
@@ -325,6 +330,8 @@ std::vector<Row> sweep(RankOps& ops, const Plan& plan) {
         throw InputError(kWhere, "-b", plan.cfg.min_bytes,
                          fmt::format("too small for {} at p = {} (needs at least {} bytes)",
                                      op_name(op), p, plan.elem_bytes * static_cast<size_t>(p)));
+      if (op == Op::kPingpong && p < 2)
+        throw InputError(kWhere, "--op", "pingpong", "needs at least 2 ranks");
       ops.setup(op, row.count);
       if (plan.cfg.check) row.wrong = ops.sum_over_ranks(ops.run_checked());
       row.wire_bytes = ops.max_over_ranks_u64(ops.run_counted());
@@ -335,8 +342,9 @@ std::vector<Row> sweep(RankOps& ops, const Plan& plan) {
       const auto t0 = clock::now();
       for (int64_t i = 0; i < plan.cfg.iters; ++i) ops.run();
       ops.finish();
-      const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count() /
-                        static_cast<double>(plan.cfg.iters);
+      double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count() /
+                  static_cast<double>(plan.cfg.iters);
+      if (op == Op::kPingpong) us /= 2;  // one call is a round trip
       row.time_us = ops.max_over_ranks(us);
       if (root) {
         print_row(plan, row, p);
@@ -444,7 +452,7 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
   result["environment"] = environment_json();
   result["backend"] = describe;
   result["definitions"] = {
-      {"time_us", "mean per call over -n iterations, slowest rank"},
+      {"time_us", "mean per call over -n iterations, slowest rank (pingpong: half the round trip)"},
       {"algbw_GBps", "size_bytes / time (1e9 bytes/s)"},
       {"busbw_GBps",
        "dense ops: algbw x nccl-tests factor (allreduce 2(p-1)/p, alltoall and allgather "

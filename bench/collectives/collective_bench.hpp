@@ -15,6 +15,9 @@
 //   - Compressed and sparse: busbw = wire_bytes / time (the bus really used), and the
 //     explicitly labelled eq_busbw = size·2(p−1)/p / time: the busbw an uncompressed
 //     allreduce would need to finish in the same time ("equivalent busbw").
+//   - pingpong: rank 0 sends `size` bytes to rank 1, which sends them back (the other
+//     ranks wait); time_us is half the round trip, the one-way time of one message, and
+//     busbw = algbw = size / time (the OSU latency/bandwidth pair's definition).
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -23,13 +26,14 @@
 
 namespace clbo::bench {
 
-enum class Op { kAllreduce, kCompressed, kSparse, kAlltoall, kAllgather };
+enum class Op { kAllreduce, kCompressed, kSparse, kAlltoall, kAllgather, kPingpong };
 
 struct CollectiveBenchConfig {
-  std::vector<std::string> ops = {"allreduce"};  // allreduce|compressed|sparse|alltoall|allgather
-  std::string backend = "local";                 // local|mpi|nccl
-  std::string dtype = "float";                   // float|half|uint8
-  std::string algo = "default";  // mpi: allreduce native|ring, compressed gather|alltoall
+  std::vector<std::string> ops = {
+      "allreduce"};               // allreduce|compressed|sparse|alltoall|allgather|pingpong
+  std::string backend = "local";  // local|mpi|nccl
+  std::string dtype = "float";    // float|half|uint8
+  std::string algo = "default";   // mpi: allreduce native|ring, compressed gather|alltoall
   std::string min_bytes = "8", max_bytes = "256M";  // -b, -e (K/M/G suffixes are 2^10..)
   int64_t step_factor = 2;                          // -f
   int64_t iters = 20, warmup = 5;                   // -n, -w

@@ -20,6 +20,8 @@ namespace clbo::bench {
 
 namespace {
 
+constexpr int kTagPingpong = 1000;  // user point-to-point range (communicator.hpp)
+
 // Everything in the configuration that every rank must share, by option name, so a
 // mismatch names the option.
 Settings shared_settings(const Plan& plan) {
@@ -77,7 +79,10 @@ class HostOps final : public RankOps {
     op_ = op;
     count_ = count;
     const int p = size();
-    if (op == Op::kAlltoall || op == Op::kAllgather) {
+    if (op == Op::kPingpong) {
+      send_.assign(count * plan_.elem_bytes, 0);
+      recv_.assign(count * plan_.elem_bytes, 0);
+    } else if (op == Op::kAlltoall || op == Op::kAllgather) {
       const size_t bytes = count * plan_.elem_bytes;
       send_.assign(op == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p), 0);
       recv_.assign(bytes, 0);
@@ -138,6 +143,12 @@ class HostOps final : public RankOps {
         wrong /= plan_.elem_bytes;  // count elements, not bytes (an element is wrong once)
         break;
       }
+      case Op::kPingpong:
+        // Rank 1 received rank 0's pattern and rank 0 got it back.
+        if (r <= 1)
+          for (size_t i = 0; i < recv_.size(); ++i) wrong += recv_[i] != pattern_byte(0, 1, i);
+        wrong /= plan_.elem_bytes;
+        break;
     }
     return wrong;
   }
@@ -209,6 +220,11 @@ class HostOps final : public RankOps {
       case Op::kAllgather:
         for (size_t i = 0; i < send_.size(); ++i) send_[i] = pattern_byte(r, 0, i);
         break;
+      case Op::kPingpong:
+        std::fill(recv_.begin(), recv_.end(), 0);
+        if (r == 0)
+          for (size_t i = 0; i < send_.size(); ++i) send_[i] = pattern_byte(0, 1, i);
+        break;
     }
   }
 
@@ -250,6 +266,16 @@ class HostOps final : public RankOps {
         return;
       case Op::kAllgather:
         c.allgather(send_.data(), recv_.data(), send_.size());
+        return;
+      case Op::kPingpong:
+        // Rank 1 echoes what it received, so the round trip carries rank 0's bytes both ways.
+        if (rank() == 0) {
+          c.send(1, send_.data(), send_.size(), kTagPingpong);
+          c.recv(1, recv_.data(), recv_.size(), kTagPingpong);
+        } else if (rank() == 1) {
+          c.recv(0, recv_.data(), recv_.size(), kTagPingpong);
+          c.send(0, recv_.data(), recv_.size(), kTagPingpong);
+        }
         return;
     }
   }

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   app.add_option("-c,--check", cfg.check, "Check one call's result (1) or not (0)")
       ->transform(clbo::cli::decimal_integer<int64_t>(0, 1))
       ->capture_default_str();
-  app.add_option("--op", cfg.ops, "allreduce|compressed|sparse|alltoall|allgather (comma list)")
+  app.add_option("--op", cfg.ops,
+                 "allreduce|compressed|sparse|alltoall|allgather|pingpong (comma list)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--backend", cfg.backend, "local|mpi|nccl")->capture_default_str();

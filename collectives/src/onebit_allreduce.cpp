@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "clbo/collectives/algorithms.hpp"
+#include "clbo/collectives/timing.hpp"
 #include "clbo/kernels/onebit.hpp"
 
 namespace clbo {
@@ -34,9 +35,13 @@ void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, si
 
   // 1. Worker error feedback over the whole padded buffer (x is zero past n), then pack.
   std::vector<uint8_t> packed(n_pad / 8);
-  const double worker_sumsq = kernels::ef_sumsq(buf, n, state.worker_error.data(), n_pad);
-  const float worker_scale = kernels::rms_scale(worker_sumsq, n_pad);
-  kernels::ef_sign_pack(buf, n, state.worker_error.data(), n_pad, worker_scale, packed.data());
+  float worker_scale;
+  {
+    const KernelTimer kernel;
+    const double worker_sumsq = kernels::ef_sumsq(buf, n, state.worker_error.data(), n_pad);
+    worker_scale = kernels::rms_scale(worker_sumsq, n_pad);
+    kernels::ef_sign_pack(buf, n, state.worker_error.data(), n_pad, worker_scale, packed.data());
+  }
 
   // 2. Piece j (elements [j·c, (j+1)·c)) goes to rank j; every rank learns every scale.
   std::vector<uint8_t> pieces(n_pad / 8);  // piece r of every worker, worker j at j·piece
@@ -49,8 +54,12 @@ void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, si
   for (int j = 0; j < p; ++j) piece_ptrs[static_cast<size_t>(j)] = pieces.data() + j * piece;
   std::vector<uint8_t> server_signs(n_pad / 8);  // chunk j's signs at j·piece
   uint8_t* own_signs = server_signs.data() + static_cast<size_t>(r) * piece;
-  const float server_scale = kernels::server_step(piece_ptrs.data(), worker_scales.data(), p,
-                                                  state.server_error.data(), c, own_signs);
+  float server_scale;
+  {
+    const KernelTimer kernel;
+    server_scale = kernels::server_step(piece_ptrs.data(), worker_scales.data(), p,
+                                        state.server_error.data(), c, own_signs);
+  }
 
   // 4. Every rank gathers every chunk's signs and scale (the own chunk in place).
   comm.allgather(own_signs, server_signs.data(), piece);
@@ -64,6 +73,7 @@ void compressed_allreduce(Communicator& comm, OnebitState& state, float* buf, si
 
 void onebit_decompress(const uint8_t* server_signs, const float* server_scales, int p, size_t c,
                        size_t n, float* out) {
+  const KernelTimer kernel;
   const size_t piece = c / 8;
   for (int j = 0; j < p; ++j) {
     const size_t begin = static_cast<size_t>(j) * c;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "clbo/collectives/algorithms.hpp"
+#include "clbo/collectives/timing.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/mask.hpp"
 #include "clbo/kernels/topk.hpp"
@@ -14,11 +15,19 @@ namespace clbo {
 
 size_t sparse_allreduce_sum(Communicator& comm, float* buf, size_t n, const uint8_t* mask,
                             DType wire) {
-  const size_t count = kernels::mask_count(mask, n);
-  std::vector<float> compacted(count);
-  kernels::compact(buf, mask, n, compacted.data());
+  std::vector<float> compacted;
+  size_t count;
+  {
+    const KernelTimer kernel;
+    count = kernels::mask_count(mask, n);
+    compacted.resize(count);
+    kernels::compact(buf, mask, n, compacted.data());
+  }
   ring_allreduce_sum(comm, compacted.data(), count, wire);
-  kernels::scatter(compacted.data(), mask, n, buf);
+  {
+    const KernelTimer kernel;
+    kernels::scatter(compacted.data(), mask, n, buf);
+  }
   return count;
 }
 

@@ -20,6 +20,7 @@ SCHEMAS = {
     "clbo.train/1": "measured",
     "clbo.bench.collectives/1": "measured",
     "clbo.bench.kernels/1": "measured",
+    "clbo.validate/1": "measured and simulated",
 }
 
 

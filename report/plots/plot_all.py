@@ -48,6 +48,8 @@ FIGURES = [
          made_by="clbo train experiments/convergence/lamb_family.json"),
     dict(name="roofline", script="roofline", input="bench/kernels-cpu.json", options={},
          made_by="clbo reproduce (CPU kernel benchmarks)"),
+    dict(name="validation", script="validation", input="validation/full.json", options={},
+         made_by="clbo validate experiments/validation/full.json (as root)"),
 ]
 
 

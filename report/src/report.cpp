@@ -8,6 +8,7 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/report/summary.hpp"
+#include "clbo/report/validation.hpp"
 
 #ifndef CLBO_SOURCE_DIR
 #define CLBO_SOURCE_DIR "."
@@ -257,6 +258,8 @@ ReportOutput build_report(const std::vector<ClaimSpec>& specs, const ResultsStor
     out.files.merge(render_files(headline_document(rows, store.dir()), "headline", format));
   }
   out.files.merge(render_files(summary_document(store), "summary", format));
+  if (has_validation(store))
+    out.files.merge(render_files(validation_document(store), "validation", format));
   return out;
 }
 

@@ -158,5 +158,36 @@ TEST(BenchCollectives, EveryOpChecksCleanCountsPlanBytesAndRepeatsExactly) {
   fs::remove_all(dir);
 }
 
+// pingpong: rank 0's bytes go to rank 1 and back unchanged; time is half the round trip,
+// wire bytes one message; it needs two ranks and is not offered on nccl.
+TEST(BenchCollectives, PingpongEchoesExactlyAndNeedsTwoRanks) {
+  const fs::path dir = fs::temp_directory_path() / ("clbo_bench_pp_" + std::to_string(::getpid()));
+  CollectiveBenchConfig c;
+  c.ops = {"pingpong"};
+  c.ranks = 3;
+  c.dtype = "uint8";
+  c.min_bytes = "8";
+  c.max_bytes = "64K";
+  c.step_factor = 64;
+  c.iters = 3;
+  c.warmup = 1;
+  c.out = (dir / "pp.json").string();
+  const auto j = run_to_json(c);
+  ASSERT_EQ(j["rows"].size(), 3u);  // 8, 512, 32768 bytes
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["wrong"], 0) << row.dump();
+    EXPECT_EQ(row["wire_bytes"], row["size_bytes"]) << row.dump();
+    EXPECT_GT(row["time_us"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(row["busbw_GBps"].get<double>(), row["algbw_GBps"].get<double>());
+  }
+  c.ranks = 1;
+  EXPECT_THROW(run_collective_bench(c), InputError);
+  c.ranks = 2;
+  c.backend = "nccl";
+  EXPECT_NE(error_of(c).find("pingpong runs on the local and mpi backends"), std::string::npos)
+      << error_of(c);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace clbo::bench

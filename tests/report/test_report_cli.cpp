@@ -111,6 +111,56 @@ TEST_F(ReportCli, BadResultsWriteNothing) {
   EXPECT_TRUE(wrote_nothing());
 }
 
+// A clbo.validate/1 file adds validation.md: the summary against the targets, the clusters
+// and every case; without one there is no validation file.
+TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
+  ASSERT_EQ(report().exit_code, 0);
+  EXPECT_FALSE(fs::exists(path("reports/validation.md")));
+  const json stats = {{"cases", 1}, {"median_abs_rel_error", 0.05}, {"max_abs_rel_error", 0.05}};
+  const json none = {
+      {"cases", 0}, {"median_abs_rel_error", nullptr}, {"max_abs_rel_error", nullptr}};
+  json v = {{"schema", "clbo.validate/1"},
+            {"machine",
+             {{"cpus", 2},
+              {"load_average_start", {0.4, 0.3, 0.2}},
+              {"load_average_end", {0.5, 0.4, 0.3}}}},
+            {"clusters",
+             {{{"id", "ss-h4-r1-200M"},
+               {"config", {{"hosts", 4}, {"ranks_per_host", 1}, {"link_Mbps", 200}}},
+               {"links", {{"tcp_half_rtt_us", 20.0}, {"mpi_half_rtt_us", 60.0}}},
+               {"preset", {{"fabric", {{"achievable_fraction", 0.95}}}}},
+               {"cpu_contention", 2.0},
+               {"emulation", {{"loadavg_after", {0.5, 0.4, 0.3}}}}}}},
+            {"cases",
+             {{{"cluster", "ss-h4-r1-200M"},
+               {"op", "allreduce"},
+               {"algo", "ring"},
+               {"bytes", 4194304},
+               {"measured_s", 0.28},
+               {"simulated_s", 0.266},
+               {"rel_error", -0.05},
+               {"bound", "bandwidth"}}}},
+            {"summary",
+             {{"bandwidth_bound", stats},
+              {"latency_bound", none},
+              {"steps", none},
+              {"by_op", {{"dense_allreduce", {{"bandwidth_bound", stats}}}}},
+              {"target",
+               {{"dense_allreduce_met", true},
+                {"compressed_allreduce_met", false},
+                {"steps_met", false}}}}}};
+  write_json("results/validation/quick.json", v);
+  const auto r = report();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = clbo::test::slurp(path("reports/validation.md"));
+  EXPECT_NE(
+      md.find("| ss-h4-r1-200M | allreduce (ring) | 4 MiB | 0.280 | 0.266 | -5.0% | bandwidth |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("dense allreduce met, compressed allreduce not met"), std::string::npos) << md;
+  EXPECT_NE(md.find("load average 0.400 at the start"), std::string::npos) << md;
+}
+
 TEST_F(ReportCli, UnknownFormatIsRefused) {
   const auto r = report({"--format", "html"});
   EXPECT_NE(r.exit_code, 0);

@@ -10,8 +10,6 @@
 #include <numeric>
 #include <optional>
 
-#include "clbo/collectives/counting.hpp"
-#include "clbo/collectives/local.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/kernels/gemm.hpp"
@@ -89,13 +87,15 @@ Evaluation evaluate(const Model<float>& model, const float* params, const ImageS
   return e;
 }
 
-// Per-worker gradients of one global batch; see trainer.hpp for the fixed summation order.
+// Per-worker gradients of one global batch for the workers first..first+p−1 this process
+// hosts (local index r is worker first + r); see trainer.hpp for the fixed summation order.
 class GradientEngine {
  public:
-  GradientEngine(const Model<float>& model, const ImageSet& train, int p, size_t shard,
+  GradientEngine(const Model<float>& model, const ImageSet& train, int first, int p, size_t shard,
                  size_t micro, int threads)
       : model_(model),
         train_(train),
+        first_(static_cast<size_t>(first)),
         p_(p),
         shard_(shard),
         micro_(std::min(micro, shard)),
@@ -115,8 +115,8 @@ class GradientEngine {
     chunk_loss_.assign(static_cast<size_t>(p_) * chunks_, 0.0);
   }
 
-  // batch: B = p·shard example indices; worker r takes [r·shard, (r+1)·shard). Returns the
-  // summed loss of each worker's shard (before its update).
+  // batch: B example indices; worker w takes [w·shard, (w+1)·shard). Returns the summed loss
+  // of each hosted worker's shard (before its update).
   std::vector<double> run(const uint32_t* batch, std::vector<std::vector<float>>& params,
                           std::vector<std::vector<float>>& grads) {
     std::vector<double> worker_loss(static_cast<size_t>(p_));
@@ -172,7 +172,7 @@ class GradientEngine {
  private:
   double chunk_gradient(const uint32_t* batch, size_t r, size_t c, const float* params, int th,
                         float* out) {
-    const size_t begin = r * shard_ + c * micro_;
+    const size_t begin = (first_ + r) * shard_ + c * micro_;
     const size_t len = std::min(micro_, shard_ - c * micro_);
     const size_t f = train_.features();
     float* x = x_buf_[th].data();
@@ -187,6 +187,7 @@ class GradientEngine {
 
   const Model<float>& model_;
   const ImageSet& train_;
+  size_t first_;
   int p_;
   size_t shard_, micro_, chunks_;
   int threads_;
@@ -219,6 +220,25 @@ KeptParams kept_params(const std::vector<std::vector<float>>& params, std::vecto
   return {mean.data(), false};
 }
 
+// Every worker's vectors (parameters, gradients) in worker order: `mine` itself where this
+// process hosts every worker, else gathered from all processes (control traffic, neither
+// counted nor timed). Every process must call it together.
+const std::vector<std::vector<float>>& every_worker(Workers& workers,
+                                                    const std::vector<std::vector<float>>& mine,
+                                                    std::vector<std::vector<float>>& buffer) {
+  if (workers.count() == workers.size()) return mine;
+  const size_t n = mine.empty() ? 0 : mine[0].size();
+  std::vector<float> flat;
+  flat.reserve(mine.size() * n);
+  for (const auto& v : mine) flat.insert(flat.end(), v.begin(), v.end());
+  const std::vector<float> all = workers.gather(flat, n);
+  buffer.resize(static_cast<size_t>(workers.size()));
+  for (size_t w = 0; w < buffer.size(); ++w)
+    buffer[w].assign(all.begin() + static_cast<std::ptrdiff_t>(w * n),
+                     all.begin() + static_cast<std::ptrdiff_t>((w + 1) * n));
+  return buffer;
+}
+
 // The last step before compression takes over, where the variance freezes; -1 for the kinds
 // that never switch (Adam, LAMB, SLAMB).
 int64_t switch_step(const OptimizerConfig& c) {
@@ -240,21 +260,84 @@ struct PhaseBytes {
   std::vector<uint64_t> planned;  // per rank, what the CommPlans of the schedule promise
 };
 
+// One step's times, each the slowest worker's (seconds).
+struct StepTimes {
+  double step = 0, gradient = 0, optimizer = 0, comm = 0, kernels = 0;
+};
+
+// FNV-1a over the bytes of a parameter vector: results name the final parameters exactly,
+// so runs on different backends can be compared bit for bit.
+uint64_t params_hash(const std::vector<float>& v) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* b = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+// Every worker's final-parameter hash, as hex strings in worker order.
+nlohmann::json final_hashes(Workers& workers, const std::vector<std::vector<float>>& params) {
+  std::vector<double> mine;  // two exact 32-bit halves per worker
+  for (const auto& v : params) {
+    const uint64_t h = params_hash(v);
+    mine.push_back(static_cast<double>(h >> 32));
+    mine.push_back(static_cast<double>(h & 0xffffffffu));
+  }
+  const std::vector<double> all = workers.gather(mine, 2);
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i + 1 < all.size(); i += 2)
+    out.push_back(fmt::format(
+        "{:016x}", static_cast<uint64_t>(all[i]) << 32 | static_cast<uint64_t>(all[i + 1])));
+  return out;
+}
+
+nlohmann::json phase_times_json(const std::vector<StepTimes>& steps,
+                                const std::vector<std::string>& phase) {
+  struct Sum {
+    int64_t n = 0;
+    StepTimes t;
+  };
+  std::map<std::string, Sum> sums;
+  for (size_t i = 0; i < steps.size() && i < phase.size(); ++i) {
+    Sum& s = sums[phase[i]];
+    ++s.n;
+    s.t.step += steps[i].step;
+    s.t.gradient += steps[i].gradient;
+    s.t.optimizer += steps[i].optimizer;
+    s.t.comm += steps[i].comm;
+    s.t.kernels += steps[i].kernels;
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, s] : sums) {
+    const double n = static_cast<double>(s.n);
+    out[name] = {{"steps", s.n},
+                 {"step_s_mean", s.t.step / n},
+                 {"gradient_s_mean", s.t.gradient / n},
+                 {"optimizer_s_mean", s.t.optimizer / n},
+                 {"comm_s_mean", s.t.comm / n},
+                 {"compression_kernels_s_mean", s.t.kernels / n}};
+  }
+  return out;
+}
+
 nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_t seed,
                          const Model<float>& model, const FashionMnist& data,
-                         const TrainOptions& opts, std::string& error) {
+                         const TrainOptions& opts, Workers& workers, std::string& error) {
   const auto wall0 = Clock::now();
   const int p = spec.workers;
+  const int first = workers.first(), hosted = workers.count();
+  const bool root = workers.is_root();
   const size_t B = static_cast<size_t>(spec.batch_size), shard = B / static_cast<size_t>(p);
   const size_t n = model.num_params();
   const ParamLayout& layout = model.layout();
 
-  std::vector<std::vector<float>> params(static_cast<size_t>(p), std::vector<float>(n));
-  std::vector<std::vector<float>> grads(static_cast<size_t>(p), std::vector<float>(n));
+  // Index r of these vectors is worker first + r.
+  std::vector<std::vector<float>> params(static_cast<size_t>(hosted), std::vector<float>(n));
+  std::vector<std::vector<float>> grads(static_cast<size_t>(hosted), std::vector<float>(n));
   model.init(params[0].data(), seed);
-  for (int r = 1; r < p; ++r) params[r] = params[0];
+  for (int r = 1; r < hosted; ++r) params[r] = params[0];
   std::vector<std::unique_ptr<Optimizer>> optimizers;
-  for (int r = 0; r < p; ++r) optimizers.push_back(make_optimizer(run.optimizer, layout, p, r));
+  for (int r = 0; r < hosted; ++r)
+    optimizers.push_back(make_optimizer(run.optimizer, layout, p, first + r));
   // Around the switch: which coordinates freeze with v = 0 (the mask goes in right after the
   // switch step) and which one jumps first if the run diverges.
   std::optional<FreezeWatch> watch;
@@ -262,9 +345,11 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     watch.emplace(layout, switch_step(run.optimizer), run.optimizer.common.beta2,
                   run.optimizer.common.eps);
   const bool masked = watch && run.momentum_mask == MomentumMask::kZeroVariance;
-  std::vector<float> before;  // rank 0's parameters before the update, for the watch
-  GradientEngine engine(model, data.train, p, shard, static_cast<size_t>(spec.micro_batch),
-                        opts.threads);
+  std::vector<float> before;  // rank 0's parameters before the update, for the watch (root)
+  std::vector<std::vector<float>> gathered;  // every worker's vectors, when hosted elsewhere
+  GradientEngine engine(model, data.train, first, hosted, shard,
+                        static_cast<size_t>(spec.micro_batch), opts.threads);
+  std::vector<StepTimes> step_times;
 
   const size_t steps_per_epoch = data.train.n / B;
   std::vector<uint32_t> perm;
@@ -283,7 +368,9 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   std::vector<float> mean_params;
   const auto record_eval = [&](int64_t step) {
     const auto t0 = Clock::now();
-    const KeptParams kept = kept_params(params, mean_params);
+    const auto& every = every_worker(workers, params, gathered);
+    if (!root) return;  // the root evaluates: it hosts worker 0 and its optimizer
+    const KeptParams kept = kept_params(every, mean_params);
     const Evaluation e = evaluate(model, kept.data, data.test, opts.threads);
     eval_s += seconds_since(t0);
     evals.push_back({{"step", step},
@@ -302,9 +389,12 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     }
     const uint32_t* batch = perm.data() + (static_cast<size_t>(t - 1) % steps_per_epoch) * B;
 
-    auto t0 = Clock::now();
-    const std::vector<double> worker_loss = engine.run(batch, params, grads);
-    grad_s += seconds_since(t0);
+    const auto step0 = Clock::now();
+    auto t0 = step0;
+    const std::vector<double> worker_loss =
+        workers.gather(engine.run(batch, params, grads), 1);  // every worker's, in order
+    const double my_grad_s = seconds_since(t0);
+    grad_s += my_grad_s;
     double loss_sum = 0;
     for (double l : worker_loss) loss_sum += l;
     const double loss = loss_sum / static_cast<double>(B);
@@ -322,21 +412,24 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     const float lr = static_cast<float>(run.lr.lr_at(t));
     for (auto& opt : optimizers) opt->set_lr(lr);
     const CommSchedule schedule = optimizers[0]->comm_schedule(optimizers[0]->steps_taken() + 1);
+    double watch_s = 0;  // not part of the step: the harness's own observation
     if (watch) {
-      // Only the dense steps feed v: the warmup steps, 0/1 Adam's variance steps.
-      watch->observe_gradients(
-          t, schedule.phase == Phase::kWarmup || schedule.phase == Phase::kVarianceStep, grads);
-      before = params[0];
+      const auto w0 = Clock::now();
+      // Only the dense steps up to the switch feed v: the warmup steps, 0/1 Adam's variance
+      // steps. Every process applies the mask, so every process sees every worker's gradient.
+      if (t <= watch->switch_step() &&
+          (schedule.phase == Phase::kWarmup || schedule.phase == Phase::kVarianceStep))
+        watch->observe_gradients(t, true, every_worker(workers, grads, gathered));
+      if (root) before = params[0];
+      watch_s = seconds_since(w0);
     }
-    std::vector<uint64_t> sent(static_cast<size_t>(p), 0);
-    std::vector<char> stepped(static_cast<size_t>(p), 0);
+    std::vector<char> stepped(static_cast<size_t>(hosted), 0);
+    std::vector<StepCost> cost;
     t0 = Clock::now();
     try {
-      run_local(p, [&](Communicator& comm) {
-        const int r = comm.rank();
-        CountingCommunicator counting(comm);
-        stepped[r] = optimizers[r]->step(counting, params[r].data(), grads[r].data()) ? 1 : 0;
-        sent[r] = counting.bytes_sent();
+      cost = workers.step([&](int w, Communicator& comm) {
+        const int r = w - first;
+        stepped[r] = optimizers[r]->step(comm, params[r].data(), grads[r].data()) ? 1 : 0;
       });
     } catch (const std::exception& e) {
       optim_s += seconds_since(t0);
@@ -348,10 +441,30 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       run_json["error_step"] = t;
       break;
     }
-    optim_s += seconds_since(t0);
+    const double my_optim_s = seconds_since(t0);
+    optim_s += my_optim_s;
+    const double my_step_s = seconds_since(step0) - watch_s;
     ++completed;
     if (!stepped[0]) ++skipped;
-    if (watch) watch->observe_update(t, before.data(), params[0].data());
+    // Bytes and times of every worker (hosted workers share this process's step times).
+    std::vector<double> mine;
+    for (const StepCost& c : cost)
+      mine.insert(mine.end(), {static_cast<double>(c.bytes_sent), my_step_s, my_grad_s, my_optim_s,
+                               c.comm_s, c.kernel_s});
+    const std::vector<double> all = workers.gather(mine, 6);
+    std::vector<uint64_t> sent(static_cast<size_t>(p), 0);
+    StepTimes st;
+    for (int r = 0; r < p; ++r) {
+      const double* v = all.data() + 6 * static_cast<size_t>(r);
+      sent[static_cast<size_t>(r)] = static_cast<uint64_t>(v[0]);
+      st.step = std::max(st.step, v[1]);
+      st.gradient = std::max(st.gradient, v[2]);
+      st.optimizer = std::max(st.optimizer, v[3]);
+      st.comm = std::max(st.comm, v[4]);
+      st.kernels = std::max(st.kernels, v[5]);
+    }
+    step_times.push_back(st);
+    if (watch && root) watch->observe_update(t, before.data(), params[0].data());
     if (masked && t == watch->switch_step()) {
       for (auto& opt : optimizers) opt->set_momentum_mask(watch->zero_variance_mask());
       run_json["exp_avg_mask"] = {{"rule", "zero_variance"},
@@ -376,7 +489,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     phase_per_step.push_back(phase);
     bytes_per_step.push_back(step_bytes / p);
     if (t % spec.eval_every == 0 || t == spec.steps) record_eval(t);
-    if (opts.progress && (t % spec.eval_every == 0 || t == spec.steps))
+    if (opts.progress && root && (t % spec.eval_every == 0 || t == spec.steps))
       opts.progress(fmt::format("  step {}/{} loss {:.4f} test acc {:.4f}", t, spec.steps, loss,
                                 evals.back()["test_accuracy"].get<double>()));
   }
@@ -437,11 +550,14 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   run_json["final_train_set_accuracy"] = nullptr;
   if (finished) {
     const auto t0 = Clock::now();
-    const Evaluation e =
-        evaluate(model, kept_params(params, mean_params).data, data.train, opts.threads);
+    const auto& every = every_worker(workers, params, gathered);
+    if (root) {
+      const Evaluation e =
+          evaluate(model, kept_params(every, mean_params).data, data.train, opts.threads);
+      run_json["final_train_set_loss"] = e.loss;
+      run_json["final_train_set_accuracy"] = e.accuracy;
+    }
     eval_s += seconds_since(t0);
-    run_json["final_train_set_loss"] = e.loss;
-    run_json["final_train_set_accuracy"] = e.accuracy;
   }
   const double wall = seconds_since(wall0);
   const double samples = static_cast<double>(completed) * static_cast<double>(B);
@@ -453,7 +569,19 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
       {"gradient_time_per_step_s", completed ? grad_s / completed : 0.0},
       {"optimizer_comm_time_per_step_s", completed ? optim_s / completed : 0.0},
       {"samples_per_s", grad_s + optim_s > 0 ? samples / (grad_s + optim_s) : 0.0},
-      {"gradient_samples_per_s", grad_s > 0 ? samples / grad_s : 0.0}};
+      {"gradient_samples_per_s", grad_s > 0 ? samples / grad_s : 0.0},
+      {"phases", phase_times_json(step_times, phase_per_step)}};
+  nlohmann::json per_step = nlohmann::json::array();
+  for (const StepTimes& s : step_times)
+    per_step.push_back({s.step, s.gradient, s.optimizer, s.comm, s.kernels});
+  run_json["timing"]["steps"] = {
+      {"columns", {"step_s", "gradient_s", "optimizer_s", "comm_s", "compression_kernels_s"}},
+      {"definition",
+       "per step, each column the slowest worker's: its wall time from the gradient to the end "
+       "of the optimizer step, the gradient, the optimizer step, the time inside "
+       "communication calls and in compression kernels within that step"},
+      {"rows", per_step}};
+  run_json["final_params_fnv1a64"] = final_hashes(workers, params);
   return run_json;
 }
 
@@ -513,6 +641,18 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                          "replicated (all ranks equal, e.g. after a sync step), else the mean "
                          "over the ranks"}};
   result["warnings"] = spec.warnings;
+  std::unique_ptr<Workers> own;
+  Workers* workers = opts.workers;
+  if (!workers) {
+    own = local_workers(spec.workers);
+    workers = own.get();
+  }
+  if (workers->size() != spec.workers)
+    throw InputError(spec.file, "workers", std::to_string(spec.workers),
+                     fmt::format("the {} backend runs {} workers (start one process per worker, "
+                                 "e.g. mpirun -np {})",
+                                 workers->backend(), workers->size(), spec.workers));
+  result["resolved"]["backend"] = workers->backend();
   nlohmann::json runs = nlohmann::json::array();
   std::string first_error;
   bool stopped = false;
@@ -522,13 +662,13 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
     for (uint64_t seed : spec.seeds) {
       if (stopped) break;
       ++index;
-      if (opts.progress)
+      if (opts.progress && workers->is_root())
         opts.progress(fmt::format("run {}/{}: '{}' ({}) seed {}, p = {}, batch {}, {} steps", index,
                                   total, run.label, run.optimizer.type_name(), seed, spec.workers,
                                   spec.batch_size, spec.steps));
       std::string error;
       try {
-        runs.push_back(train_one(spec, run, seed, *model, data, opts, error));
+        runs.push_back(train_one(spec, run, seed, *model, data, opts, *workers, error));
       } catch (const std::exception& e) {
         // A failure outside the optimizer's step (memory, the model) ends this run as an
         // error too, so the runs before it are still written (as a partial document).
@@ -541,14 +681,15 @@ nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& da
                         {"error", error}});
       }
       if (!error.empty()) {
-        if (opts.progress) opts.progress("  " + error);
+        if (opts.progress && workers->is_root()) opts.progress("  " + error);
         if (first_error.empty()) first_error = error;
         if (!spec.continue_after_nan || runs.back()["status"] == "error") stopped = true;
       }
     }
   }
   result["runs"] = runs;
-  result["summary"] = summarize_runs(spec, runs);
+  // Only the root evaluates, so only its runs carry the accuracies the summary needs.
+  result["summary"] = workers->is_root() ? summarize_runs(spec, runs) : nlohmann::json();
   // continue_after_nan: a diverged run is a result (its own status says "nan"); otherwise the
   // document lacks the runs after the failure and says so.
   result["status"] = stopped ? "partial" : "complete";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "clbo/collectives/mpi.hpp"
+#include "clbo/collectives/timing.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/onebit.hpp"
 #include "clbo/plan/plan.hpp"
@@ -43,9 +44,13 @@ void mpi_compressed_allreduce_gather(MpiCommunicator& comm, OnebitState& state, 
 
   // 1. Worker error feedback and packing, exactly as compressed_allreduce does it.
   std::vector<uint8_t> packed(n_pad / 8);
-  const float worker_scale =
-      kernels::rms_scale(kernels::ef_sumsq(buf, n, state.worker_error.data(), n_pad), n_pad);
-  kernels::ef_sign_pack(buf, n, state.worker_error.data(), n_pad, worker_scale, packed.data());
+  float worker_scale;
+  {
+    const KernelTimer kernel;
+    worker_scale =
+        kernels::rms_scale(kernels::ef_sumsq(buf, n, state.worker_error.data(), n_pad), n_pad);
+    kernels::ef_sign_pack(buf, n, state.worker_error.data(), n_pad, worker_scale, packed.data());
+  }
 
   // 2. p non-blocking gathers: root j collects piece j of every worker, and every worker's
   //    scale. All 2p are in flight at once; every rank posts them in the same order.
@@ -69,8 +74,12 @@ void mpi_compressed_allreduce_gather(MpiCommunicator& comm, OnebitState& state, 
   for (int j = 0; j < p; ++j) piece_ptrs[static_cast<size_t>(j)] = pieces.data() + j * piece;
   std::vector<uint8_t> server_signs(n_pad / 8);
   uint8_t* own = server_signs.data() + static_cast<size_t>(r) * piece;
-  float server_scale = kernels::server_step(piece_ptrs.data(), worker_scales.data(), p,
-                                            state.server_error.data(), c, own);
+  float server_scale;
+  {
+    const KernelTimer kernel;
+    server_scale = kernels::server_step(piece_ptrs.data(), worker_scales.data(), p,
+                                        state.server_error.data(), c, own);
+  }
 
   // 4. MPI_Allgather of the server signs and scales.
   std::vector<float> server_scales(static_cast<size_t>(p));

@@ -9,6 +9,7 @@ namespace clbo::sim {
 
 std::vector<Segment> expand_call(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                  const KernelModel& km, const ExpandOptions& o) {
+  if (o.backend == Backend::kMpiHost) return mpi_host_expand_call(call, idx, c, p, km, o);
   std::vector<Segment> out;
   switch (call.kind) {
     case CollKind::kSparseAllreduce:

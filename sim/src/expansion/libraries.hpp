@@ -1,5 +1,6 @@
-// The per-library expansions behind expand_call (expand.cpp): NCCL's collectives and
-// DeepSpeed's two 1-bit backends, nccl.py over NCCL and mpi.py over MPI.
+// The per-library expansions behind expand_call (expand.cpp): NCCL's collectives,
+// DeepSpeed's two 1-bit backends, nccl.py over NCCL and mpi.py over MPI, and clbo's MPI
+// backend between CPU ranks (Backend::kMpiHost).
 #pragma once
 #include <string>
 #include <vector>
@@ -26,5 +27,13 @@ std::vector<Segment> onebit_nccl(const CommCall& call, int idx, const ClusterSpe
                                  const KernelModel& km, const ExpandOptions& o);
 std::vector<Segment> onebit_mpi(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                 const KernelModel& km, const ExpandOptions& o);
+// Every call through clbo's MPI backend between CPU ranks, with the algorithms OpenMPI
+// 4.1.4's libnbc runs (mpi_host.cpp): MPI_Iallreduce in place is binomial (kBinomial),
+// MPI_Iallgather, MPI_Ialltoall and MPI_Igather are linear (every message posted at once,
+// one round); ring and sparse allreduces are clbo's ring over point-to-point. Every network
+// and loopback message pays the fabric's software latency. tree and hierarchical are
+// NCCL's and an InputError here.
+std::vector<Segment> mpi_host_expand_call(const CommCall& call, int idx, const ClusterSpec& c,
+                                          int p, const KernelModel& km, const ExpandOptions& o);
 
 }  // namespace clbo::sim

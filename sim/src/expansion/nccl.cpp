@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "clbo/core/error.hpp"
 #include "clbo/plan/plan.hpp"
 #include "clbo/sim/expansion/nccl_tuning.hpp"
 #include "clbo/sim/expansion/rounds.hpp"
@@ -35,6 +36,8 @@ Segment nccl_alltoall(const ClusterSpec& c, int p, uint64_t bytes_per_pair,
 std::vector<Segment> nccl_allreduce(const CommCall& call, int idx, const ClusterSpec& c, int p,
                                     const ExpandOptions& o) {
   const uint64_t bytes = call.count * dtype_bytes(call.dtype);
+  if (o.allreduce == Algo::kBinomial)
+    throw Error("the binomial allreduce is MPI's (libnbc); NCCL runs ring or tree");
   const NcclChoice ch = nccl_choose_allreduce(c, p, static_cast<double>(bytes), o);
   std::vector<Round> rounds;
   const int g = std::min(c.gpus_per_node, p);

@@ -3,7 +3,7 @@
 namespace clbo::sim {
 
 const char* to_string(Backend b) {
-  return b == Backend::kNccl ? "nccl" : "mpi";
+  return b == Backend::kNccl ? "nccl" : b == Backend::kMpi ? "mpi" : "mpi_host";
 }
 const char* to_string(Implementation i) {
   return i == Implementation::kClbo ? "clbo" : "deepspeed";
@@ -18,6 +18,8 @@ const char* to_string(Algo a) {
       return "tree";
     case Algo::kHierarchical:
       return "hierarchical";
+    case Algo::kBinomial:
+      return "binomial";
   }
   return "?";
 }

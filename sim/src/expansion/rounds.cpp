@@ -1,6 +1,7 @@
 #include "clbo/sim/expansion/rounds.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 
 #include "clbo/core/error.hpp"
@@ -46,6 +47,28 @@ std::vector<Round> alltoall_rounds(int p, uint64_t bytes_per_pair) {
   CommPlan plan = empty_plan(p);
   direct_exchange_plan(plan, bytes_per_pair);
   return rounds_from_plan(plan);
+}
+
+std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes) {
+  std::vector<Round> rounds;
+  if (p <= 1 || bytes == 0) return rounds;
+  int levels = 0;
+  while ((1 << levels) < p) ++levels;
+  for (int r = 1; r <= levels; ++r) {
+    Round round;
+    for (int v = 0; v < p; v += 1 << r)
+      if (v + (1 << (r - 1)) < p) round.push_back(Xfer{v + (1 << (r - 1)), v, bytes, 1});
+    rounds.push_back(std::move(round));
+  }
+  std::vector<Round> bcast(static_cast<size_t>(levels));
+  for (int w = 1; w < p; ++w) {
+    const int parent = w - (1 << (std::bit_width(static_cast<unsigned>(w)) - 1));
+    bcast[static_cast<size_t>(std::popcount(static_cast<unsigned>(w)) - 1)].push_back(
+        Xfer{parent, w, bytes, 1});
+  }
+  for (Round& r : bcast)
+    if (!r.empty()) rounds.push_back(std::move(r));
+  return rounds;
 }
 
 TreePlan tree_allreduce_rounds(int p, int g, uint64_t bytes, int min_chunks, bool with_chain) {

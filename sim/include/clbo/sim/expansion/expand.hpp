@@ -14,6 +14,9 @@
 //                    phase (or GPU endpoints when MPI is CUDA-aware).
 //   SLAMB            compaction kernel, then an allreduce of the compacted buffer; its
 //                    periodic parameter sync is a plain fp32 allreduce in the schedule.
+//   MPI host ranks   (Backend::kMpiHost) every call through clbo's MPI backend between CPU
+//                    ranks, as OpenMPI 4.1's libnbc runs the non-blocking collectives that
+//                    backend uses (mpi_host.cpp): no GPU, no staging.
 #pragma once
 #include <string>
 #include <vector>

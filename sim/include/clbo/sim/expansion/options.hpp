@@ -6,11 +6,16 @@
 
 namespace clbo::sim {
 
-enum class Backend { kNccl, kMpi };
+// kNccl, kMpi: GPU ranks; the compressed allreduce through NCCL or DeepSpeed's MPI path
+// (dense calls stay on NCCL). kMpiHost: CPU ranks, every call through clbo's MPI backend
+// as OpenMPI's libnbc runs it (mpi_host.cpp; what clbo validate simulates).
+enum class Backend { kNccl, kMpi, kMpiHost };
 // Whose compressed-allreduce and optimizer code a run models: clbo's fused kernels, or
 // DeepSpeed's unfused torch/CuPy dataflow (implementation.hpp, docs/implementations.md).
 enum class Implementation { kClbo, kDeepspeed };
-enum class Algo { kAuto, kRing, kTree, kHierarchical };
+// kBinomial: OpenMPI 4.1 libnbc's in-place MPI_Iallreduce (binomial reduce to rank 0, then
+// binomial broadcast of the whole buffer); kMpiHost only.
+enum class Algo { kAuto, kRing, kTree, kHierarchical, kBinomial };
 enum class Proto { kAuto, kLL, kLL128, kSimple };
 
 struct ExpandOptions {
@@ -33,6 +38,16 @@ struct ExpandOptions {
   // docs/implementations.md): issuing one torch/CuPy op, and one host-blocking sync.
   double launch_s = 10e-6;
   double host_sync_s = 10e-6;
+  // kMpiHost's compressed allreduce: DeepSpeed's gather flavour
+  // (mpi_compressed_allreduce_gather: p gathers, then one allgather) instead of clbo's
+  // compressed_allreduce (all-to-all, then allgathers).
+  bool mpi_gather = false;
+  // kMpiHost: the fraction of the fluid (max-min fair) rate that concurrent TCP flows reach
+  // in rounds where every pair exchanges at once (linear allgather and all-to-all, the
+  // compressed allreduce's exchanges). TCP's flows start up and progress unequally, so some
+  // links idle before the last flow ends; clbo validate measures it with TCP's own
+  // all-to-all on the cluster (1: the fluid model).
+  double mpi_all_pairs_efficiency = 1.0;
 };
 
 const char* to_string(Backend b);

@@ -1,7 +1,7 @@
 // Rank-level rounds of the collective algorithms (GPU endpoints 0..p−1, node = rank / G).
 // Patterns clbo's real backends also run come from the CommPlan builders (clbo_plan), so a
-// transfer has one definition; the tree and the hierarchical ring are NCCL's and the
-// simulator's alone.
+// transfer has one definition; the tree and the hierarchical ring are NCCL's, the binomial
+// allreduce libnbc's (OpenMPI's), and the simulator's alone.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +21,12 @@ std::vector<Round> ring_allreduce_rounds(int p, size_t count, size_t elem_bytes)
 std::vector<Round> ring_allgather_rounds(int p, uint64_t bytes_per_rank);
 // All-to-all, every pair at once, `bytes_per_pair` per destination: direct_exchange_plan.
 std::vector<Round> alltoall_rounds(int p, uint64_t bytes_per_pair);
+
+// libnbc's in-place MPI_Iallreduce of `bytes` on p ranks (OpenMPI 4.1.4, root 0): reduce
+// rounds r = 1..⌈log₂p⌉ (rank v + 2^(r−1) sends its partial to v when v is a multiple of
+// 2^r), then the broadcast: rank w receives from w − 2^⌊log₂w⌋ in broadcast round
+// popcount(w) − 1, each rank sending to all its children at once.
+std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes);
 
 // NCCL's double binary tree: two trees over the nodes (the second mirrors the first), each
 // carrying half the data, pipelined in chunks (at least min_chunks and 64 × the tree

@@ -1,0 +1,377 @@
+// `clbo validate experiments/validation/X.json`: measures collectives and optimizer steps on
+// emulated TCP clusters (emu/, Mininet, needs root) and sets the simulator's prediction for
+// the same cluster beside each measurement; writes results/validation/X.json atomically
+// and prints the table (docs/validation.md).
+//
+// Order: the whole grid is checked first (nothing is created for a bad one); then, in a
+// work folder that is removed at the end, the kernel benchmark and the one-worker
+// calibration run, the emulation (emu/clbo-emu run), and the simulations. A failure or a
+// signal at any point leaves no results file, and the emulation removes its namespaces,
+// bridges and processes itself.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "child_process.hpp"
+#include "clbo/core/config.hpp"
+#include "clbo/core/error.hpp"
+#include "clbo/core/results.hpp"
+#include "clbo/validate/compare.hpp"
+#include "clbo/validate/model.hpp"
+#include "clbo/validate/plan.hpp"
+#include "clbo/validate/spec.hpp"
+#include "cli.hpp"
+
+#ifndef CLBO_SOURCE_DIR
+#define CLBO_SOURCE_DIR "."
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using clbo::cli::progress;
+
+struct Args {
+  std::string experiment, output, keep_work, resimulate;
+  bool check = false, quiet = false;
+};
+
+constexpr const char* kPython = "/usr/bin/python3";  // where Debian's mininet module lives
+constexpr const char* kKernelFilter =
+    "--benchmark_filter=BM_(compress_fused|unpack_scale|server_step|compact|random_mask)/";
+
+volatile std::sig_atomic_t g_signal = 0;
+volatile pid_t g_child = 0;
+
+// Signals reach the running child's process group (it cleans up and exits), then us.
+void on_signal(int sig) {
+  g_signal = sig;
+  if (g_child > 0) ::kill(-g_child, SIGTERM);
+}
+
+fs::path find_emu() {
+  for (const fs::path& dir : {fs::current_path() / "emu", fs::path(CLBO_SOURCE_DIR) / "emu"})
+    if (fs::is_regular_file(dir / "clbo-emu")) return dir / "clbo-emu";
+  throw clbo::InputError("clbo validate", "emulation", "emu/clbo-emu",
+                         "not found in ./emu nor in the source tree " +
+                             std::string(CLBO_SOURCE_DIR) + "/emu; run from the repository");
+}
+
+// Runs argv to the end in its own process group, its output going to `log` ("" = our
+// stderr, for the emulation's progress lines); returns its exit code.
+int run(const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::cout.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw clbo::Error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int fd =
+        log.empty() ? ::dup(2) : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(127);
+    ::execv(args[0], args.data());
+    const std::string msg = std::string("clbo validate: cannot run ") + args[0] + "\n";
+    (void)!::write(2, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  g_child = pid;
+  if (g_signal) ::kill(-pid, SIGTERM);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_child = 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void stop_if_signalled() {
+  if (g_signal)
+    throw clbo::Error(
+        fmt::format("stopped by signal {}; nothing was written", static_cast<int>(g_signal)));
+}
+
+std::string tail(const std::string& path, size_t max_chars = 1500) {
+  std::ifstream in(path);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return s.size() > max_chars ? s.substr(s.size() - max_chars) : s;
+}
+
+void must_succeed(int rc, const std::string& what, const std::string& log) {
+  stop_if_signalled();
+  if (rc != 0)
+    throw clbo::Error(fmt::format("{} failed (exit {}); its log ends with:\n{}", what, rc,
+                                  log.empty() ? std::string("(see above)") : tail(log)));
+}
+
+std::vector<double> loadavg() {
+  std::ifstream in("/proc/loadavg");
+  double a = 0, b = 0, c = 0;
+  in >> a >> b >> c;
+  return {a, b, c};
+}
+
+// A work folder removed on every exit path unless the user keeps it.
+class WorkDir {
+ public:
+  explicit WorkDir(const std::string& keep) : keep_(!keep.empty()) {
+    if (keep_) {
+      path_ = fs::absolute(keep);
+      fs::create_directories(path_);
+      return;
+    }
+    std::string tmpl = (fs::temp_directory_path() / "clbo-validate-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw clbo::Error("cannot create a work folder in /tmp");
+    path_ = tmpl;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    if (!keep_) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  bool keep_;
+  fs::path path_;
+};
+
+void write_json(const fs::path& p, const nlohmann::json& j) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << j.dump(1);
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  return clbo::load_json_file(p.string());
+}
+
+void print_check(const clbo::validate::ValidationSpec& s) {
+  size_t cases = 0;
+  for (const auto& c : s.clusters) {
+    const size_t sizes = c.sizes.list().size();
+    cases += sizes * s.ops.size();
+    std::cout << fmt::format("  {}: {} ranks, {} ops x {} sizes{}\n", c.id, c.ranks(), s.ops.size(),
+                             sizes, s.steps.enabled && c.steps ? ", optimizer steps" : "");
+  }
+  std::cout << fmt::format(
+      "{}: ok ({} clusters, {} op cases{})\n", s.file, s.clusters.size(), cases,
+      s.steps.enabled ? fmt::format(", steps of {} optimizers", s.steps.optimizers.size()) : "");
+}
+
+int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, const fs::path& dir,
+                 const std::string& out, const std::vector<double>& load_start,
+                 std::chrono::steady_clock::time_point wall0);
+
+int run_validate(const Args& a) {
+  using namespace clbo::validate;
+  const auto wall0 = std::chrono::steady_clock::now();
+  const ValidationSpec spec = load_validation_spec(a.experiment);
+  if (a.check) {
+    print_check(spec);
+    return 0;
+  }
+  const std::string out = a.output.empty() ? default_results_path(a.experiment) : a.output;
+  if (!a.resimulate.empty()) {
+    // The same measurements, simulated again (after a change to the model): the folder
+    // must hold what this very grid measured.
+    const fs::path dir = a.resimulate;
+    const nlohmann::json kept = read_json(dir / "validation-spec.json");
+    if (kept != spec.config)
+      throw clbo::InputError(a.experiment, "--resimulate", a.resimulate,
+                             "that work folder measured a different grid");
+    return simulate_all(a, spec, dir, out, read_json(dir / "load-start.json"), wall0);
+  }
+  const fs::path emu = find_emu();
+  const std::string self = clbo::cli::self_executable();
+  auto say = [&](const std::string& m) {
+    if (!a.quiet) progress("validate: " + m);
+  };
+
+  // Nothing is created before the environment can emulate.
+  if (run({kPython, emu.string(), "check"}, "") != 0)
+    throw clbo::Error("the emulated cluster cannot run here (see the reason above)");
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGHUP, on_signal);
+  const std::vector<double> load_start = loadavg();
+  WorkDir work(a.keep_work);
+  write_json(work.path() / "load-start.json", load_start);
+  const Tools tools{self, work.path().string()};
+  say(fmt::format("{}: {} emulated clusters; work folder {}", spec.file, spec.clusters.size(),
+                  work.path().string()));
+
+  // 1. The compression kernels' rates, measured alone, now.
+  say("measuring the CPU compression kernels (clbo bench kernels --cpu)");
+  const fs::path kdir = work.path() / "kernels";
+  const std::string klog = (work.path() / "kernels.log").string();
+  must_succeed(run({self, "bench", "kernels", "--cpu", "-o", kdir.string(), kKernelFilter}, klog),
+               "clbo bench kernels", klog);
+
+  // 2. One worker alone: the compute the steps' simulations need.
+  if (spec.steps.enabled) {
+    say("calibrating one worker's compute (clbo train, local backend, 1 worker)");
+    ClusterConfig one;
+    one.id = "calibration";
+    one.hosts = 1;
+    nlohmann::json exp = steps_experiment(spec, one);
+    exp["description"] = "clbo validate: one worker alone, for the compute profile";
+    const fs::path e = work.path() / "calibration-experiment.json";
+    const fs::path r = work.path() / "calibration.json";
+    write_json(e, exp);
+    const std::string log = (work.path() / "calibration.log").string();
+    must_succeed(run({self, "train", e.string(), "-o", r.string(), "--threads", "1", "-q"}, log),
+                 "the calibration run", log);
+  }
+
+  // 3. The emulation: every cluster's probes and MPI jobs.
+  for (const ClusterConfig& c : spec.clusters) {
+    fs::create_directories(cluster_dir(tools, c));
+    if (spec.steps.enabled && c.steps)
+      write_json(steps_experiment_path(tools, c), steps_experiment(spec, c));
+  }
+  const fs::path plan = work.path() / "plan.json";
+  write_json(plan, emu_plan(spec, tools));
+  say("running the emulation (" + emu.string() + " run)");
+  const int rc = run({kPython, emu.string(), "run", plan.string()}, "");
+  stop_if_signalled();
+  if (rc != 0)
+    throw clbo::Error(
+        fmt::format("the emulation failed (exit {}; its message is above); "
+                    "nothing was written",
+                    rc));
+  write_json(work.path() / "validation-spec.json", spec.config);
+  return simulate_all(a, spec, work.path(), out, load_start, wall0);
+}
+
+// Reads the measurements of a work folder and writes the results file.
+int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, const fs::path& dir,
+                 const std::string& out, const std::vector<double>& load_start,
+                 std::chrono::steady_clock::time_point wall0) {
+  using namespace clbo::validate;
+  auto say = [&](const std::string& m) {
+    if (!a.quiet) progress("validate: " + m);
+  };
+  const Tools tools{clbo::cli::self_executable(), dir.string()};
+  const fs::path kfile = dir / "kernels" / "kernels-cpu.json";
+  const nlohmann::json kbench = read_json(kfile);
+  std::unique_ptr<Calibration> calibration;
+  if (spec.steps.enabled)
+    calibration = std::make_unique<Calibration>(
+        read_calibration(read_json(dir / "calibration.json"), (dir / "calibration.json").string()));
+  const nlohmann::json measured = read_json(dir / "measured.json");
+
+  // 4. The simulations, cluster by cluster.
+  const int cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<nlohmann::json> cases;
+  nlohmann::json clusters = nlohmann::json::array();
+  for (size_t i = 0; i < spec.clusters.size(); ++i) {
+    const ClusterConfig& c = spec.clusters[i];
+    stop_if_signalled();
+    say(fmt::format("simulating cluster {}/{} ({})", i + 1, spec.clusters.size(), c.id));
+    const nlohmann::json& record = measured["clusters"][i];
+    ClusterMeasurements m;
+    m.config = &c;
+    m.record = record;
+    m.jobs = bench_jobs(spec, c, tools);
+    for (const BenchJob& b : m.jobs) m.bench.push_back(read_json(b.out));
+    const nlohmann::json pp_net = read_json(pingpong_out(tools, c, false));
+    const nlohmann::json pp_host =
+        c.ranks_per_host > 1 ? read_json(pingpong_out(tools, c, true)) : nlohmann::json();
+    if (spec.steps.enabled && c.steps) m.steps = read_json(steps_out(tools, c));
+    const Links links = read_links(record, pp_net, pp_host, c.id);
+    const double contention = cpu_contention(c.ranks(), cpus);
+    const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention);
+    const nlohmann::json preset = cluster_preset(c, links);
+    const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
+    const double all_pairs = all_pairs_efficiency(cs, c, links);
+    auto mine = compare_cluster(spec, m, cs, km, contention, all_pairs, calibration.get());
+    const auto& jobs = record["jobs"];
+    for (auto& k : mine) {
+      k["load_average_1min"] = record["loadavg_after"][0];
+      cases.push_back(std::move(k));
+    }
+    nlohmann::json rec = record;
+    for (auto& [id, job] : rec["jobs"].items()) job.erase("log");  // the work folder goes away
+    (void)jobs;
+    clusters.push_back({{"id", c.id},
+                        {"config", c.to_json()},
+                        {"emulation", rec},
+                        {"links", links.to_json()},
+                        {"mpi_pingpong",
+                         {{"between_hosts", pp_net["rows"]},
+                          {"same_host", pp_host.is_null() ? nlohmann::json() : pp_host["rows"]}}},
+                        {"preset", preset},
+                        {"cpu_contention", contention},
+                        {"all_pairs_efficiency", all_pairs},
+                        {"kernel_model", km.to_json()}});
+  }
+  const nlohmann::json summary = summarize(cases);
+  nlohmann::json result = {
+      {"schema", "clbo.validate/1"},
+      {"experiment_file", spec.file},
+      {"config", spec.config},
+      {"environment", clbo::environment_json()},
+      {"machine",
+       {{"cpus", cpus},
+        {"load_average_start", load_start},
+        {"load_average_end", loadavg()},
+        {"note", "the emulated hosts share these CPUs; see each cluster's load averages"}}},
+      {"inputs",
+       {{"kernel_bench", kbench},
+        {"calibration", calibration ? calibration->to_json() : nlohmann::json()}}},
+      {"clusters", clusters},
+      {"cases", cases},
+      {"summary", summary},
+      {"provenance",
+       {{"measured_s",
+         "measured on the emulated cluster (clbo bench collectives / clbo train "
+         "--backend mpi under mpirun across the emulated hosts)"},
+        {"simulated_s",
+         "simulated (clbo's SimGrid simulator, Backend mpi_host) on the "
+         "cluster's generated preset"},
+        {"clusters[].links", "measured by the run's probes"},
+        {"inputs", "measured in the same run"}}},
+      {"timing",
+       {{"wall_s",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count()}}}};
+  clbo::write_json_atomic(out, result);
+  std::cout << cases_table(cases, summary);
+  std::cout << "wrote " << out << std::endl;
+  return 0;
+}
+
+clbo::cli::Registrar reg(
+    "validate",
+    "Measure collectives and optimizer steps on emulated TCP clusters (Mininet, needs root) "
+    "and set the simulator's prediction beside each (see docs/validation.md)",
+    [](CLI::App& sub) {
+      auto a = std::make_shared<Args>();
+      sub.add_option("experiment", a->experiment, "validation grid (experiments/validation/X.json)")
+          ->required();
+      sub.add_option("-o,--out", a->output, "results file (default: results/validation/X.json)");
+      sub.add_flag("--check", a->check,
+                   "only check the grid (fields, what this machine can host) and list its "
+                   "clusters; create nothing");
+      sub.add_flag("-q,--quiet", a->quiet, "no progress lines (the emulation's stay)");
+      sub.add_option("--keep-work", a->keep_work,
+                     "keep the work folder (logs, raw results) at this path instead of a "
+                     "temporary one that is removed");
+      sub.add_option("--resimulate", a->resimulate,
+                     "measure nothing: simulate again the measurements a --keep-work folder "
+                     "holds for this same grid (after a change to the model)");
+      return [a] { return run_validate(*a); };
+    });
+
+}  // namespace

@@ -1,0 +1,109 @@
+"""EmuCluster: one emulated cluster configuration, up for the duration of a `with` block.
+
+    with EmuCluster(config, slot) as cluster:
+        cluster.hosts        # [(name, ip, shell pid)] in rank-placement order
+        cluster.run(argv, host=0, timeout=60)   # a command inside host 0's namespace
+
+Leaving the block (normally, by an exception, or by the SIGTERM/SIGINT/SIGHUP handlers of
+runner.py, which raise) kills every process started in the hosts' namespaces, stops
+Mininet and checks that no interface of the slot is left.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.nodelib import LinuxBridge
+
+from . import lifetime, names
+from .topology import ClusterTopo, ShapedLink
+
+
+class EmuCluster:
+    def __init__(self, config, slot):
+        self.config = config
+        self.slot = slot
+        self.net = None
+        self.hosts = []
+        self._children = []
+
+    def __enter__(self):
+        setLogLevel("error")  # Mininet's own chatter (bridge-nf warnings) stays out
+        try:
+            self.net = Mininet(topo=ClusterTopo(slot=self.slot, config=self.config),
+                               switch=LinuxBridge, link=ShapedLink, controller=None,
+                               ipBase=names.subnet(self.slot), build=True)
+            self.net.start()
+            for i, h in enumerate(self.net.hosts):
+                h.cmd("ip addr add %s/32 dev lo" % names.marker_address(self.slot, i + 1))
+            self.hosts = [(h.name, h.IP(), h.pid) for h in self.net.hosts]
+            self._check_shaping()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _check_shaping(self):
+        """Every host interface must carry our htb class: a kernel without sch_htb (or a tc
+        error Mininet only logs) would silently leave the links unshaped."""
+        for name, _, pid in self.hosts:
+            out = subprocess.run(["mnexec", "-a", str(pid), "tc", "class", "show", "dev",
+                                  name + "-eth0"], capture_output=True, text=True).stdout
+            if "htb" not in out or "rate" not in out:
+                raise lifetime.EmuError("link shaping failed on %s-eth0 (tc shows: %r); is "
+                                        "sch_htb available?" % (name, out.strip()))
+
+    def start(self, argv, host=0, log=None, env=None):
+        """Starts argv inside host `host`'s namespace, in a session of its own (so it can be
+        killed with its children); returns the Popen."""
+        pid = self.hosts[host][2]
+        out = open(log, "ab") if log else subprocess.DEVNULL
+        try:
+            p = subprocess.Popen(["mnexec", "-a", str(pid)] + list(argv), stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                 env=env)
+        finally:
+            if log:
+                out.close()
+        self._children.append(p)
+        return p
+
+    def run(self, argv, host=0, timeout=None, log=None, env=None):
+        """Runs argv in host `host` to the end; returns its exit code (124 on timeout, after
+        killing it and everything it started)."""
+        p = self.start(argv, host=host, log=log, env=env)
+        try:
+            return p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._kill(p)
+            return 124
+
+    def _kill(self, p):
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+    def close(self):
+        for p in self._children:
+            self._kill(p)
+        self._children = []
+        if self.net is not None:
+            shells = [h.pid for h in self.net.hosts if h.shell]
+            # Processes that left their session (an orted, a daemonised helper) die too.
+            lifetime.kill_namespace_processes(shells, keep=set(shells))
+            self.net.stop()
+            self.net = None
+            deadline = time.time() + 10
+            while lifetime.slot_shells(self.slot) and time.time() < deadline:
+                time.sleep(0.05)
+        lifetime.remove_slot(self.slot)

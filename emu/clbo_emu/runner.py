@@ -1,0 +1,259 @@
+"""Runs a plan (the JSON `clbo validate` writes) on emulated clusters, one after another.
+
+Plan (schema clbo.emu.plan/1):
+  {"schema": "clbo.emu.plan/1", "work_dir": DIR, "nice": N,
+   "clusters": [{"id": ID,
+                 "config": {"topology": "single_switch"|"two_level", "hosts": H,
+                            "ranks_per_host": R, "link_Mbps": L,
+                            "hosts_per_leaf": K, "uplink_Mbps": U},   (two_level only)
+                 "probes": {"pingpong_count": N, "bulk_seconds": S},
+                 "jobs": [{"id": ID, "mpi": true, "np": P, "argv": [...], "timeout_s": T}]}]}
+Jobs with "mpi": true run under mpirun across the cluster's hosts (mpi.py); others run
+inside host 0. Each job's output goes to DIR/<cluster>/<job>.log. Probes and jobs run at
+niceness N (default 0; clbo validate asks for -10): the emulated hosts share the machine's
+CPUs with whatever else runs there, and a rank that waits milliseconds for a CPU leaves its
+link idle; a higher priority keeps other processes from stretching the measured times, while
+the ranks, which sleep while the network works, take little CPU from them.
+
+Output: DIR/measured.json (schema clbo.emu.measured/1), written only when every cluster
+and job succeeded: per cluster the probes, every job's exit code and wall time, the load
+average before and after, and the launch settings. Exit codes: 0 done, 1 a job or the
+emulation failed, 2 a bad plan, 3 the environment cannot emulate (not root, no
+CAP_NET_ADMIN, tools missing), 130 stopped by a signal. Whatever happens, the namespaces,
+bridges and processes of the run are gone when it exits.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+from . import lifetime, names, probe
+from .cluster import EmuCluster
+from .mpi import host_tmpdir, mpirun_argv, write_launch_files
+
+PROBE_PORT = 5201
+PROBE = os.path.abspath(probe.__file__)
+PYTHON = "/usr/bin/python3"
+
+
+class Stopped(BaseException):
+    """Raised by the signal handlers so every `with`/`finally` cleans up."""
+
+
+def progress(msg):
+    sys.stderr.write("[clbo] emu: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def _install_handlers():
+    def stop(signum, _frame):
+        # Block further signals: the cleanup that the exception triggers must run to the end.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        raise Stopped(signal.Signals(signum).name)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, stop)
+
+
+def validate_plan(plan):
+    """Raises ValueError naming the field and value of the first problem."""
+    if plan.get("schema") != "clbo.emu.plan/1":
+        raise ValueError("schema: %r is not clbo.emu.plan/1" % plan.get("schema"))
+    if not isinstance(plan.get("work_dir"), str):
+        raise ValueError("work_dir: required")
+    if not isinstance(plan.get("nice", 0), int) or not -20 <= plan.get("nice", 0) <= 19:
+        raise ValueError("nice: %r is not in -20..19" % plan.get("nice"))
+    for i, c in enumerate(plan.get("clusters", [])):
+        cfg = c.get("config", {})
+        where = "clusters[%d].config" % i
+        if cfg.get("topology") not in ("single_switch", "two_level"):
+            raise ValueError("%s.topology: %r is not single_switch or two_level" %
+                             (where, cfg.get("topology")))
+        h = cfg.get("hosts")
+        if not isinstance(h, int) or not 2 <= h <= names.MAX_HOSTS:
+            raise ValueError("%s.hosts: %r is not in 2..%d" % (where, h, names.MAX_HOSTS))
+        if cfg["topology"] == "two_level":
+            k = cfg.get("hosts_per_leaf")
+            if not isinstance(k, int) or k < 1 or h % k or h // k > names.MAX_LEAVES or h // k < 2:
+                raise ValueError("%s.hosts_per_leaf: %r must split %d hosts into 2..%d leaves"
+                                 % (where, k, h, names.MAX_LEAVES))
+        for j, job in enumerate(c.get("jobs", [])):
+            if not isinstance(job.get("argv"), list) or not job["argv"]:
+                raise ValueError("clusters[%d].jobs[%d].argv: required" % (i, j))
+            if job.get("map_by", "slot") not in ("slot", "node"):
+                raise ValueError("clusters[%d].jobs[%d].map_by: %r is not slot or node" %
+                                 (i, j, job.get("map_by")))
+
+
+def niced(argv, nice):
+    return (["nice", "-n", str(nice)] if nice else []) + list(argv)
+
+
+def run_probes(cluster, cfg, spec, folder, nice=0):
+    """Latency and rate of the emulated links (see probe.py); returns the probe results."""
+    hosts = cluster.hosts
+    out = {}
+    servers = [cluster.start(niced([PYTHON, PROBE, "serve", str(PROBE_PORT)], nice), host=i)
+               for i in range(len(hosts))]
+    try:
+        def client(src, args):
+            path = os.path.join(folder, "probe-%d.json" % time.monotonic_ns())
+            with open(path, "wb"):
+                pass
+            p = cluster.start(niced([PYTHON, PROBE] + args, nice), host=src, log=path)
+            return p, path
+
+        def result(handle, timeout):
+            p, path = handle
+            try:
+                rc = p.wait(timeout=timeout)
+            except Exception:
+                rc = 124
+            with open(path) as f:
+                text = f.read()
+            os.remove(path)
+            if rc != 0:
+                raise lifetime.EmuError("probe failed (exit %d): %s" % (rc, text.strip()[-400:]))
+            return json.loads(text.strip().splitlines()[-1])
+
+        peer = 1
+        ip = lambda i: hosts[i][1]  # noqa: E731
+        count = spec.get("pingpong_count", 2000)
+        secs = spec.get("bulk_seconds", 2.0)
+        out["tcp_pingpong"] = result(client(0, ["pingpong", ip(peer), str(PROBE_PORT), "--count",
+                                                 str(count)]), 120)
+        out["tcp_pingpong"]["pair"] = [0, peer]
+        out["bulk_host_link"] = result(client(0, ["bulk", ip(peer), str(PROBE_PORT), "--seconds",
+                                                  str(secs)]), secs + 60)
+        out["bulk_host_link"]["pair"] = [0, peer]
+        # Every host streams to the next at once: when the per-flow rate matches the single
+        # flow's, the machine's CPUs are not what limits the links.
+        n = len(hosts)
+        handles = [client(i, ["bulk", ip((i + 1) % n), str(PROBE_PORT), "--seconds", str(secs)])
+                   for i in range(n)]
+        out["bulk_all_hosts_at_once"] = [result(hd, secs + 60) for hd in handles]
+        if cfg["topology"] == "two_level":
+            k = cfg["hosts_per_leaf"]
+            # Every host of leaf 0 streams to its counterpart on leaf 1 at once: the flows
+            # share leaf 0's uplink.
+            handles = [client(i, ["bulk", ip(k + i), str(PROBE_PORT), "--seconds", str(secs)])
+                       for i in range(k)]
+            out["bulk_across_uplink"] = [result(hd, secs + 60) for hd in handles]
+        # TCP's own all-to-all, three times: how concurrent flows share the links over a
+        # burst about as long as a large collective (each host sends half a second's worth
+        # at the rate), with the flows' start-up and their unequal progress.
+        per_pair = int(cfg["link_Mbps"] * 1e6 / 8 * 0.5 / (n - 1)) // 65536 * 65536
+        ips = ",".join(ip(i) for i in range(n))
+        out["tcp_alltoall"] = []
+        for rep in range(3):
+            start = time.time() + 2.0
+            handles = [client(i, ["alltoall", str(i), str(PROBE_PORT + 1 + rep), str(per_pair),
+                                  "%.3f" % start, ips]) for i in range(n)]
+            res = [result(hd, 120) for hd in handles]
+            out["tcp_alltoall"].append({"bytes_per_pair": per_pair, "hosts": n,
+                                        "seconds": max(r["seconds"] for r in res)})
+        if cfg.get("ranks_per_host", 1) > 1:
+            # Ranks of one host talk over its loopback (TCP, unshaped).
+            out["bulk_loopback"] = result(client(0, ["bulk", "127.0.0.1", str(PROBE_PORT),
+                                                     "--seconds", str(secs)]), secs + 60)
+    finally:
+        for s in servers:
+            cluster._kill(s)
+    return out
+
+
+def run_cluster(index, total, c, work_dir, nice=0):
+    cfg = c["config"]
+    folder = os.path.join(work_dir, c["id"])
+    os.makedirs(folder, exist_ok=True)
+    slot = lifetime.Slot()
+    record = {"id": c["id"], "config": cfg, "loadavg_before": loadavg()}
+    label = "%s %d hosts x %d ranks, %s Mbit/s" % (cfg["topology"], cfg["hosts"],
+                                                   cfg.get("ranks_per_host", 1), cfg["link_Mbps"])
+    try:
+        s = slot.acquire()
+        record["slot"] = s
+        t0 = time.time()
+        with EmuCluster(cfg, s) as cluster:
+            record["startup_s"] = time.time() - t0
+            record["hosts"] = [{"name": n, "ip": ip} for n, ip, _ in cluster.hosts]
+            progress("cluster %d/%d (%s): up in %.1f s" % (index, total, label,
+                                                           record["startup_s"]))
+            record["nice"] = nice
+            record["probes"] = run_probes(cluster, cfg, c.get("probes", {}), folder, nice)
+            pp = record["probes"]["tcp_pingpong"]["half_rtt_us"]["median"]
+            bk = record["probes"]["bulk_host_link"]["steady_rate_Mbps"]
+            progress("cluster %d/%d: TCP half round trip %.1f us, bulk %.1f Mbit/s" %
+                     (index, total, pp, bk))
+            hostfile, agent = write_launch_files(folder, cluster.hosts,
+                                                 cfg.get("ranks_per_host", 1))
+            subnet = names.subnet(s)
+            with open(hostfile) as f:
+                record["launch"] = {"hostfile": f.read().splitlines(),
+                                    "mpirun": mpirun_argv("HOSTFILE", "AGENT", subnet, "NP", [])}
+            record["jobs"] = {}
+            jobs = c.get("jobs", [])
+            for j, job in enumerate(jobs):
+                log = os.path.join(folder, job["id"] + ".log")
+                argv = job["argv"]
+                if job.get("mpi", True):
+                    argv = mpirun_argv(hostfile, agent, subnet, job["np"], argv,
+                                       job.get("timeout_s"), job.get("map_by", "slot"))
+                env = dict(os.environ, TMPDIR=host_tmpdir(folder, cluster.hosts[0][0]))
+                t1 = time.time()
+                rc = cluster.run(niced(argv, nice), host=0, timeout=job.get("timeout_s"), log=log,
+                                 env=env)
+                wall = time.time() - t1
+                record["jobs"][job["id"]] = {"rc": rc, "wall_s": wall, "log": log,
+                                             "loadavg_after": loadavg()}
+                progress("cluster %d/%d: job %d/%d %s: exit %d in %.1f s (load %.2f)" %
+                         (index, total, j + 1, len(jobs), job["id"], rc, wall, loadavg()[0]))
+                if rc != 0:
+                    with open(log, errors="replace") as f:
+                        tail = f.read()[-1500:]
+                    raise lifetime.EmuError("job %s on cluster %s failed (exit %d); its log %s "
+                                            "ends with:\n%s" % (job["id"], c["id"], rc, log, tail))
+        record["loadavg_after"] = loadavg()
+        progress("cluster %d/%d: down, namespaces and bridges removed" % (index, total))
+    finally:
+        slot.release()
+    return record
+
+
+def run_plan(plan_path):
+    _install_handlers()
+    try:
+        with open(plan_path) as f:
+            plan = json.load(f)
+        validate_plan(plan)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("clbo emu: error: %s: %s\n" % (plan_path, e))
+        return 2
+    try:
+        lifetime.check_environment()
+        work_dir = plan["work_dir"]
+        records = []
+        clusters = plan["clusters"]
+        for i, c in enumerate(clusters):
+            records.append(run_cluster(i + 1, len(clusters), c, work_dir, plan.get("nice", 0)))
+        out = {"schema": "clbo.emu.measured/1", "clusters": records}
+        tmp = os.path.join(work_dir, "measured.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(tmp, os.path.join(work_dir, "measured.json"))
+        return 0
+    except lifetime.EnvironmentUnfit as e:
+        sys.stderr.write("clbo emu: error: %s\n" % e)
+        return 3
+    except lifetime.EmuError as e:
+        sys.stderr.write("clbo emu: error: %s\n" % e)
+        return 1
+    except Stopped as s:
+        sys.stderr.write("clbo emu: stopped by %s; the emulated cluster was removed\n" % s)
+        return 130

@@ -1,0 +1,180 @@
+#include "clbo/report/validation.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "clbo/core/error.hpp"
+#include "clbo/report/summary.hpp"
+
+namespace clbo::report {
+
+using nlohmann::json;
+
+namespace {
+
+const std::string kDash = "–";
+
+std::string pct(const json& v) {
+  return v.is_number() ? fmt::format("{:.1f}%", 100 * v.get<double>()) : kDash;
+}
+
+std::string signed_pct(const json& v) {
+  if (!v.is_number()) return kDash;
+  const std::string s = fmt::format("{:+.1f}%", 100 * v.get<double>());
+  return s == "-0.0%" || s == "+0.0%" ? "0.0%" : s;
+}
+
+std::string num(const json& v) {
+  return v.is_number() ? format_number(v.get<double>()) : kDash;
+}
+
+std::string count(const json& v) {
+  return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : num(v);
+}
+
+// Sizes are powers of two: "4 MiB", "64 KiB"; other byte counts keep three digits.
+std::string bytes(const json& v) {
+  if (!v.is_number()) return kDash;
+  const double b = v.get<double>();
+  auto in = [](double x, const char* unit) {
+    return x == std::floor(x) ? fmt::format("{:.0f} {}", x, unit)
+                              : fmt::format("{} {}", format_number(x), unit);
+  };
+  if (b >= (1 << 20)) return in(b / (1 << 20), "MiB");
+  if (b >= (1 << 10)) return in(b / (1 << 10), "KiB");
+  return in(b, "B");
+}
+
+const json& need(const json& j, const char* key, const ResultsFile& f) {
+  if (!j.is_object() || !j.contains(key))
+    throw InputError(f.path, key, "missing", "not a complete clbo.validate/1 results file");
+  return j[key];
+}
+
+std::string case_name(const json& c) {
+  const std::string op = c.value("op", "?");
+  if (op == "step")
+    return fmt::format("step: {} ({})", c.value("optimizer", "?"), c.value("phase", "?"));
+  return c.contains("algo") && c["algo"].is_string()
+             ? op + " (" + c["algo"].get<std::string>() + ")"
+             : op;
+}
+
+std::string yes_no(const json& v) {
+  return v.is_boolean() ? (v.get<bool>() ? "met" : "not met") : kDash;
+}
+
+void summary_table(Document& doc, const ResultsFile& f) {
+  const json& s = need(f.doc, "summary", f);
+  Table t;
+  t.title = "Summary: " + f.key;
+  t.caption = "Source: " + f.path + ". |relative error| = |simulated − measured| / measured.";
+  t.header = {"cases", "count", "median |error|", "max |error|"};
+  t.right_align = {false, true, true, true};
+  auto row = [&](const std::string& name, const json& st) {
+    t.rows.push_back({name, count(st.value("cases", json())),
+                      pct(st.value("median_abs_rel_error", json())),
+                      pct(st.value("max_abs_rel_error", json()))});
+  };
+  row("bandwidth-bound (all ops)", need(s, "bandwidth_bound", f));
+  if (s.contains("by_op"))
+    for (const auto& [op, v] : s["by_op"].items())
+      if (v.contains("bandwidth_bound")) row("  bandwidth-bound: " + op, v["bandwidth_bound"]);
+  row("latency-bound (all ops)", need(s, "latency_bound", f));
+  if (s.contains("compute_bound")) row("compute-bound (all ops)", s["compute_bound"]);
+  row("optimizer steps", need(s, "steps", f));
+  doc.table(t);
+  const json& tg = s.value("target", json::object());
+  doc.paragraph(fmt::format(
+      "Target ({}): dense allreduce {}, compressed allreduce {}, optimizer steps {}.",
+      tg.value("definition", std::string("see docs/validation.md")),
+      yes_no(tg.value("dense_allreduce_met", json())),
+      yes_no(tg.value("compressed_allreduce_met", json())), yes_no(tg.value("steps_met", json()))));
+}
+
+void clusters_table(Document& doc, const ResultsFile& f) {
+  Table t;
+  t.title = "Emulated clusters and their presets: " + f.key;
+  t.caption =
+      "Measured by the run's probes (TCP ping-pong and bulk flows, MPI ping-pong); the "
+      "simulated preset is built from them and from the emulation's parameters only.";
+  t.header = {"cluster",
+              "ranks",
+              "link",
+              "achieved fraction",
+              "TCP one-way",
+              "MPI one-way",
+              "uplink achieved",
+              "all-pairs efficiency",
+              "CPU contention",
+              "load (1 min)"};
+  t.right_align = {false, true, true, true, true, true, true, true, true, true};
+  for (const auto& c : need(f.doc, "clusters", f)) {
+    const json& cfg = c.value("config", json::object());
+    const json& l = c.value("links", json::object());
+    const json& pre = c.value("preset", json::object());
+    const json& em = c.value("emulation", json::object());
+    const int ranks = cfg.value("hosts", 0) * cfg.value("ranks_per_host", 0);
+    t.rows.push_back({c.value("id", std::string("?")), std::to_string(ranks),
+                      num(cfg.value("link_Mbps", json())) + " Mbit/s",
+                      num(pre.value("fabric", json::object()).value("achievable_fraction", json())),
+                      num(l.value("tcp_half_rtt_us", json())) + " µs",
+                      num(l.value("mpi_half_rtt_us", json())) + " µs",
+                      l.value("uplink_achieved_Mbps", json()).is_number()
+                          ? num(l["uplink_achieved_Mbps"]) + " Mbit/s"
+                          : kDash,
+                      num(c.value("all_pairs_efficiency", json())),
+                      num(c.value("cpu_contention", json())),
+                      em.contains("loadavg_after") ? num(em["loadavg_after"][0]) : kDash});
+  }
+  doc.table(t);
+}
+
+void cases_table(Document& doc, const ResultsFile& f) {
+  Table t;
+  t.title = "Every case: " + f.key;
+  t.caption =
+      "measured_s: measured on the emulated cluster; simulated_s: clbo's simulator on "
+      "the generated preset; bound: latency-bound when latency is over 20% of the "
+      "simulated time, else compute-bound when computing is over half of it.";
+  t.header = {"cluster", "case", "bytes", "measured (s)", "simulated (s)", "error", "bound"};
+  t.right_align = {false, false, true, true, true, true, false};
+  for (const auto& c : need(f.doc, "cases", f))
+    t.rows.push_back({c.value("cluster", std::string("?")), case_name(c),
+                      bytes(c.value("bytes", json())), num(c.value("measured_s", json())),
+                      num(c.value("simulated_s", json())), signed_pct(c.value("rel_error", json())),
+                      c.value("bound", std::string(kDash))});
+  doc.table(t);
+}
+
+}  // namespace
+
+bool has_validation(const ResultsStore& store) {
+  return !store.with_schema("clbo.validate/1").empty();
+}
+
+Document validation_document(const ResultsStore& store) {
+  Document doc;
+  doc.title = "The simulator against an emulated TCP cluster";
+  doc.paragraph(
+      "Generated by `clbo report` from the clbo.validate/1 results under " + store.dir() +
+      " (made by `clbo validate`, docs/validation.md). Each case was measured with the real "
+      "MPI collectives or optimizer steps across Mininet hosts with shaped links, and "
+      "simulated on a cluster preset generated from that emulation's parameters and its "
+      "measured latency and rate.");
+  for (const ResultsFile* f : store.with_schema("clbo.validate/1")) {
+    doc.heading(f->key);
+    const json& m = f->doc.value("machine", json::object());
+    if (m.contains("load_average_start"))
+      doc.paragraph(fmt::format("Machine: {} CPUs; load average {} at the start, {} at the end.",
+                                m.value("cpus", 0), num(m["load_average_start"][0]),
+                                num(m.value("load_average_end", json::array({json()}))[0])));
+    summary_table(doc, *f);
+    clusters_table(doc, *f);
+    cases_table(doc, *f);
+  }
+  return doc;
+}
+
+}  // namespace clbo::report

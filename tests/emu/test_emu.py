@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""The emulated cluster (emu/): it comes up and down cleanly, MPI runs across its hosts,
+leftovers of a killed run are removed before the next one, a signal cleans up, and a bad
+plan creates nothing. Skips (exit 77) with the reason where namespaces cannot be created.
+
+    test_emu.py lifecycle|mpi|leftovers|signal|bad-plan EMU_DIR [CLBO]
+"""
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def scratch(prefix="clbo-test-"):
+    """A temporary folder removed when the test exits, passed or failed."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def setup(emu_dir):
+    sys.path.insert(0, emu_dir)
+    from clbo_emu import lifetime
+    try:
+        lifetime.check_environment()
+    except lifetime.EmuError as e:
+        print("SKIP: the emulated cluster cannot run here: %s" % e)
+        sys.exit(SKIP)
+
+
+def leftovers(slot=None):
+    from clbo_emu import lifetime, names
+    slots = names.SLOTS if slot is None else [slot]
+    found = {}
+    for s in slots:
+        left = (lifetime.slot_shells(s), lifetime.slot_interfaces(s),
+                lifetime.marked_namespaces(s))
+        if any(left):
+            found[s] = left
+    return found
+
+
+def test_lifecycle(emu_dir):
+    from clbo_emu import lifetime
+    from clbo_emu.cluster import EmuCluster
+    cfg = {"topology": "two_level", "hosts": 4, "ranks_per_host": 1, "link_Mbps": 50,
+           "hosts_per_leaf": 2, "uplink_Mbps": 50}
+    slot = lifetime.Slot()
+    s = slot.acquire()
+    try:
+        with EmuCluster(cfg, s) as c:
+            if len(c.hosts) != 4:
+                fail("expected 4 hosts, got %r" % c.hosts)
+            shells, intfs = lifetime.slot_shells(s), lifetime.slot_interfaces(s)
+            # 4 hosts + 2 leaves + spine; interfaces in the root namespace: the switch ends of
+            # 4 host links and both ends of 2 uplinks, and the 3 bridges.
+            if len(shells) != 7:
+                fail("expected 7 node shells, found %r" % shells)
+            if len(intfs) != 4 + 4 + 3:
+                fail("expected 11 root-namespace interfaces, found %r" % intfs)
+            # Hosts reach each other across the spine, and only their own subnet.
+            probe = os.path.join(emu_dir, "clbo_emu", "probe.py")
+            srv = c.start(["/usr/bin/python3", probe, "serve", "5201"], host=3)
+            out = os.path.join(scratch(), "pp.json")
+            rc = c.run(["/usr/bin/python3", probe, "pingpong", c.hosts[3][1], "5201", "--count",
+                        "200"], host=0, timeout=60, log=out)
+            c._kill(srv)
+            if rc != 0:
+                fail("ping-pong across the spine failed: %s" % open(out).read())
+            routes = subprocess.run(["mnexec", "-a", str(c.hosts[0][2]), "ip", "route"],
+                                    capture_output=True, text=True).stdout
+            if "default" in routes:
+                fail("an emulated host has a default route: %s" % routes)
+    finally:
+        slot.release()
+    left = leftovers(s)
+    if left:
+        fail("leftovers after a clean exit: %r" % left)
+    print("ok: 4-host two-level cluster up and down, no leftovers")
+
+
+def plan_file(work, jobs, hosts=2, rph=1):
+    plan = {"schema": "clbo.emu.plan/1", "work_dir": work,
+            "clusters": [{"id": "c0", "config": {"topology": "single_switch", "hosts": hosts,
+                                                 "ranks_per_host": rph, "link_Mbps": 100},
+                          "probes": {"pingpong_count": 200, "bulk_seconds": 0.5}, "jobs": jobs}]}
+    path = os.path.join(work, "plan.json")
+    with open(path, "w") as f:
+        json.dump(plan, f)
+    return path
+
+
+def run_emu(emu_dir, plan, **kw):
+    return subprocess.Popen(["/usr/bin/python3", os.path.join(emu_dir, "clbo-emu"), "run", plan],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def test_mpi(emu_dir, clbo):
+    work = scratch(prefix="clbo-emu-test-")
+    out = os.path.join(work, "bench.json")
+    jobs = [{"id": "where", "mpi": True, "np": 2, "timeout_s": 60,
+             "argv": ["/bin/sh", "-c", "echo rank=$OMPI_COMM_WORLD_RANK "
+                      "ip=$(ip -o -4 addr show | grep -o '10\\.77\\.[0-9.]*')"]},
+            {"id": "bench", "mpi": True, "np": 2, "timeout_s": 120,
+             "argv": [clbo, "bench", "collectives", "--backend", "mpi", "--op",
+                      "allreduce,compressed,pingpong", "-b", "64K", "-e", "64K", "-n", "2",
+                      "-w", "1", "-c", "1", "-o", out]}]
+    p = run_emu(emu_dir, plan_file(work, jobs))
+    text, _ = p.communicate(timeout=300)
+    if p.returncode != 0:
+        fail("emulation exit %d:\n%s" % (p.returncode, text))
+    log = open(os.path.join(work, "c0", "where.log")).read()
+    ips = sorted(line.split("ip=")[1].strip() for line in log.splitlines() if "ip=" in line)
+    if len(ips) != 2 or ips[0] == ips[1]:
+        fail("the two ranks should run on two emulated hosts, got %r" % log)
+    res = json.load(open(out))
+    wrong = sum(r["wrong"] for r in res["rows"])
+    if wrong or len(res["rows"]) != 3 or res["config"]["p"] != 2:
+        fail("bench across 2 hosts: %r" % res["rows"])
+    measured = json.load(open(os.path.join(work, "measured.json")))
+    rate = measured["clusters"][0]["probes"]["bulk_host_link"]["steady_rate_Mbps"]
+    if not 80 <= rate <= 100:
+        fail("a 100 Mbit/s link carried %.1f Mbit/s" % rate)
+    if leftovers():
+        fail("leftovers: %r" % leftovers())
+    print("ok: MPI across 2 emulated hosts (%s), results exact, link at %.1f Mbit/s" %
+          (", ".join(ips), rate))
+
+
+def test_leftovers(emu_dir):
+    from clbo_emu import lifetime
+    # A run killed with SIGKILL cannot clean up; the next one removes what it left.
+    work = scratch(prefix="clbo-emu-test-")
+    jobs = [{"id": "sleep", "mpi": False, "argv": ["sleep", "60"], "timeout_s": 90}]
+    p = run_emu(emu_dir, plan_file(work, jobs), start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not leftovers():
+        time.sleep(0.2)
+    time.sleep(3)  # past the probes, into the sleeping job
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    left = leftovers()
+    if not left or not any(v[2] for v in left.values()):
+        fail("a SIGKILLed run should leave processes in its namespaces for this test: %r" % left)
+    slot = lifetime.Slot()
+    slot.acquire()
+    slot.release()
+    lifetime.remove_slot(slot.index)
+    if leftovers():
+        fail("the next run did not remove the leftovers: %r" % leftovers())
+    print("ok: leftovers of a killed run (processes in %d namespace(s), %d interfaces) removed "
+          "by the next run" % (sum(len(v[2]) for v in left.values()),
+                               sum(len(v[1]) for v in left.values())))
+
+
+def test_signal(emu_dir):
+    work = scratch(prefix="clbo-emu-test-")
+    jobs = [{"id": "sleep", "mpi": True, "np": 2, "argv": ["sleep", "60"], "timeout_s": 90}]
+    p = run_emu(emu_dir, plan_file(work, jobs))
+    deadline = time.time() + 60
+    while time.time() < deadline and not leftovers():
+        time.sleep(0.2)
+    time.sleep(3)
+    p.send_signal(signal.SIGTERM)
+    text, _ = p.communicate(timeout=60)
+    if p.returncode != 130:
+        fail("SIGTERM: expected exit 130, got %d:\n%s" % (p.returncode, text))
+    if leftovers():
+        fail("leftovers after SIGTERM: %r" % leftovers())
+    if os.path.exists(os.path.join(work, "measured.json")):
+        fail("a stopped run wrote measured.json")
+    print("ok: SIGTERM mid-job: exit 130, nothing left, no results")
+
+
+def test_bad_plan(emu_dir):
+    work = scratch(prefix="clbo-emu-test-")
+    path = plan_file(work, [])
+    plan = json.load(open(path))
+    plan["clusters"][0]["config"]["topology"] = "ring"
+    json.dump(plan, open(path, "w"))
+    p = run_emu(emu_dir, path)
+    text, _ = p.communicate(timeout=60)
+    if p.returncode != 2 or "clusters[0].config.topology" not in text or "ring" not in text:
+        fail("bad topology: exit %d, %s" % (p.returncode, text))
+    if leftovers():
+        fail("a bad plan created something: %r" % leftovers())
+    print("ok: a bad plan is refused (exit 2, names the field) before anything is created")
+
+
+def main():
+    what, emu_dir = sys.argv[1], os.path.abspath(sys.argv[2])
+    setup(emu_dir)
+    if what == "lifecycle":
+        test_lifecycle(emu_dir)
+    elif what == "mpi":
+        test_mpi(emu_dir, os.path.abspath(sys.argv[3]))
+    elif what == "leftovers":
+        test_leftovers(emu_dir)
+    elif what == "signal":
+        test_signal(emu_dir)
+    elif what == "bad-plan":
+        test_bad_plan(emu_dir)
+    else:
+        fail("unknown test %r" % what)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+// Backend::kMpiHost: clbo's MPI backend between CPU ranks, as OpenMPI 4.1.4's libnbc runs it
+// (sim/src/expansion/mpi_host.cpp). The binomial allreduce's rounds are libnbc's exactly; linear
+// allgather and all-to-all are one round of every pair; both compressed flavours move the
+// 1-bit scheme's bytes; simulated times follow the rounds' bottlenecks.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <tuple>
+
+#include "clbo/core/error.hpp"
+#include "clbo/plan/plan.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
+#include "clbo/sim/expansion/rounds.hpp"
+#include "sim_test_util.hpp"
+
+using namespace clbo;
+using namespace clbo::sim;
+
+namespace {
+
+using Edge = std::tuple<int, int, uint64_t>;
+
+std::set<Edge> edges(const Round& r) {
+  std::set<Edge> s;
+  for (const Xfer& x : r) s.insert({x.src, x.dst, x.bytes});
+  return s;
+}
+
+KernelModel kernels() {
+  KernelModel k;
+  k.hbm_Bps = 1e10;
+  return k;
+}
+
+ExpandOptions host(Algo a = Algo::kAuto) {
+  ExpandOptions o;
+  o.backend = Backend::kMpiHost;
+  o.allreduce = a;
+  o.exact = true;
+  return o;
+}
+
+std::vector<uint64_t> sent(const std::vector<Segment>& segs, int p) {
+  std::vector<uint64_t> b(static_cast<size_t>(p), 0);
+  for (const auto& s : segs) {
+    const auto e = bytes_sent_by_endpoint(s, p);
+    for (int r = 0; r < p; ++r) b[static_cast<size_t>(r)] += e[static_cast<size_t>(r)];
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST(MpiHost, BinomialRoundsAreLibnbcs) {
+  const uint64_t n = 1000;
+  const auto r8 = binomial_allreduce_rounds(8, n);
+  ASSERT_EQ(r8.size(), 6u);  // 3 reduce rounds, 3 broadcast rounds
+  EXPECT_EQ(edges(r8[0]), (std::set<Edge>{{1, 0, n}, {3, 2, n}, {5, 4, n}, {7, 6, n}}));
+  EXPECT_EQ(edges(r8[1]), (std::set<Edge>{{2, 0, n}, {6, 4, n}}));
+  EXPECT_EQ(edges(r8[2]), (std::set<Edge>{{4, 0, n}}));
+  EXPECT_EQ(edges(r8[3]), (std::set<Edge>{{0, 1, n}, {0, 2, n}, {0, 4, n}}));
+  EXPECT_EQ(edges(r8[4]), (std::set<Edge>{{1, 3, n}, {1, 5, n}, {2, 6, n}}));
+  EXPECT_EQ(edges(r8[5]), (std::set<Edge>{{3, 7, n}}));
+  // Not a power of two: 6 ranks; rank 5's parent is 1 (5 − 4), as in libnbc's broadcast.
+  const auto r6 = binomial_allreduce_rounds(6, n);
+  ASSERT_EQ(r6.size(), 5u);
+  EXPECT_EQ(edges(r6[0]), (std::set<Edge>{{1, 0, n}, {3, 2, n}, {5, 4, n}}));
+  EXPECT_EQ(edges(r6[1]), (std::set<Edge>{{2, 0, n}}));
+  EXPECT_EQ(edges(r6[2]), (std::set<Edge>{{4, 0, n}}));
+  EXPECT_EQ(edges(r6[3]), (std::set<Edge>{{0, 1, n}, {0, 2, n}, {0, 4, n}}));
+  EXPECT_EQ(edges(r6[4]), (std::set<Edge>{{1, 3, n}, {1, 5, n}}));
+  EXPECT_TRUE(binomial_allreduce_rounds(1, n).empty());
+  // Every rank but the root sends its partial once and receives the result once.
+  for (int p : {2, 3, 5, 7, 8}) {
+    std::vector<int> received(static_cast<size_t>(p), 0), reduced(static_cast<size_t>(p), 0);
+    const auto rounds = binomial_allreduce_rounds(p, n);
+    const size_t levels = rounds.size() / 2 + rounds.size() % 2;  // reduce rounds come first
+    for (size_t i = 0; i < rounds.size(); ++i)
+      for (const Xfer& x : rounds[i]) (i < levels ? reduced[x.src] : received[x.dst]) += 1;
+    for (int r = 1; r < p; ++r) {
+      EXPECT_EQ(reduced[static_cast<size_t>(r)], 1) << p << " " << r;
+      EXPECT_EQ(received[static_cast<size_t>(r)], 1) << p << " " << r;
+    }
+  }
+}
+
+TEST(MpiHost, EveryCallMovesTheBytesItsAlgorithmSends) {
+  const ClusterSpec c = test::small_cluster(4, 1);
+  const int p = 4;
+  const size_t n = 1 << 16;
+  // Binomial: rank 0 broadcasts to 1 and 2, rank 1 reduces to 0 and broadcasts to 3.
+  const auto bin = expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, p, kernels(),
+                               host(Algo::kBinomial));
+  EXPECT_EQ(sent(bin, p), (std::vector<uint64_t>{8 * n, 8 * n, 4 * n, 4 * n}));
+  // clbo's ring: the CommPlan.
+  const CommCall ring{CollKind::kAllreduce, n, DType::kF32, "g"};
+  const auto rs = sent(expand_call(ring, 0, c, p, kernels(), host(Algo::kRing)), p);
+  for (int r = 0; r < p; ++r)
+    EXPECT_EQ(rs[static_cast<size_t>(r)], make_plan(ring, p).bytes_sent_by(r));
+  // Linear allgather and all-to-all: one round, every pair.
+  for (CollKind k : {CollKind::kAllgather, CollKind::kAlltoall}) {
+    const auto segs = expand_call({k, 100, DType::kF32, "x"}, 0, c, p, kernels(), host());
+    ASSERT_EQ(segs.size(), 1u);
+    EXPECT_EQ(segs[0].rounds.size(), 1u);
+    EXPECT_EQ(segs[0].rounds[0].size(), static_cast<size_t>(p * (p - 1)));
+    EXPECT_EQ(sent(segs, p), std::vector<uint64_t>(p, 3 * 400));
+  }
+  // Both compressed flavours move the 1-bit scheme's bytes, in 2 or 4 exchanges.
+  for (bool gather : {false, true}) {
+    ExpandOptions o = host();
+    o.mpi_gather = gather;
+    const auto segs =
+        expand_call({CollKind::kCompressedAllreduce, n, DType::kF32, "m"}, 0, c, p, kernels(), o);
+    size_t exchanges = 0;
+    for (const auto& s : segs) exchanges += s.rounds.empty() ? 0 : 1;
+    EXPECT_EQ(exchanges, gather ? 2u : 4u);
+    EXPECT_EQ(sent(segs, p), std::vector<uint64_t>(p, onebit_bytes_per_rank(n, p)));
+  }
+}
+
+TEST(MpiHost, NcclAlgorithmsAreRefusedAndBinomialIsMpiOnly) {
+  const ClusterSpec c = test::small_cluster(4, 1);
+  const CommCall call{CollKind::kAllreduce, 1000, DType::kF32, "g"};
+  EXPECT_THROW(expand_call(call, 0, c, 4, kernels(), host(Algo::kTree)), InputError);
+  ExpandOptions nccl;
+  nccl.allreduce = Algo::kBinomial;
+  EXPECT_THROW(expand_call(call, 0, c, 4, kernels(), nccl), Error);
+  // The same call with kMpiHost is libnbc's, not NCCL's.
+  const auto mpi = expand_call(call, 0, c, 4, kernels(), host(Algo::kBinomial));
+  ASSERT_EQ(mpi.size(), 1u);
+  EXPECT_NE(mpi.front().label.find("libnbc binomial"), std::string::npos) << mpi.front().label;
+}
+
+TEST(MpiHost, SimulatedTimesFollowTheRoundsBottlenecks) {
+  // One rank per node on a single switch, links of B, latency negligible against the bytes.
+  ClusterSpec c = test::small_cluster(8, 1);
+  c.nic_latency_s = c.intra_latency_s = c.switch_latency_s = 0;
+  c.software_latency_s = 0;
+  const double B = c.node_net_Bps();
+  const size_t n = 16 << 20;  // floats: 64 MiB
+  const double S = 4.0 * n;
+  ExpandOptions o = host(Algo::kBinomial);
+  o.exact = false;
+  std::vector<Program> progs;
+  for (int p : {4, 8})
+    progs.push_back(
+        calls_program({{CollKind::kAllreduce, n, DType::kF32, "g"}}, c, p, kernels(), o));
+  const auto r4 = simulate_programs(c, 4, {progs[0]});
+  const auto r8 = simulate_programs(c, 8, {progs[1]});
+  // p = 4: reduce 2 rounds of S; broadcast: the root's 2 messages share its link (2S),
+  // then 1 → 3 (S): 5 S / B in all. p = 8: reduce 3 S; broadcast 3 S, then 2 S (rank 1's
+  // two messages), then S: 9 S / B.
+  EXPECT_NEAR(test::rel(r4[0].time_s, 5 * S / B), 0, 0.02);
+  EXPECT_NEAR(test::rel(r8[0].time_s, 9 * S / B), 0, 0.02);
+  // The linear allgather of 8 MiB blocks: every link carries 7 blocks each way at once.
+  ExpandOptions lin = host();
+  lin.exact = false;
+  const auto ag = simulate_programs(
+      c, 8,
+      {calls_program({{CollKind::kAllgather, 2 << 20, DType::kF32, "x"}}, c, 8, kernels(), lin)});
+  EXPECT_NEAR(test::rel(ag[0].time_s, 7 * 8.0 * (1 << 20) / B), 0, 0.02);
+  // At a measured all-pairs efficiency of 0.8 it takes 1/0.8 as long; a ring does not change.
+  lin.mpi_all_pairs_efficiency = 0.8;
+  const auto slow = simulate_programs(
+      c, 8,
+      {calls_program({{CollKind::kAllgather, 2 << 20, DType::kF32, "x"}}, c, 8, kernels(), lin)});
+  EXPECT_NEAR(test::rel(slow[0].time_s, ag[0].time_s / 0.8), 0, 0.01);
+  ExpandOptions ring = host(Algo::kRing);
+  ring.exact = false;
+  ring.mpi_all_pairs_efficiency = 0.8;
+  const auto rs =
+      expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, 8, kernels(), ring);
+  EXPECT_EQ(rs.front().wire_factor, 1.0);
+  lin.mpi_all_pairs_efficiency = 0;
+  EXPECT_THROW(expand_call({CollKind::kAllgather, 100, DType::kF32, "x"}, 0, c, 8, kernels(), lin),
+               InputError);
+}

@@ -1,0 +1,158 @@
+// clbo validate's pieces without an emulation: the grid's expansion, the jobs it plans, the
+// preset generated from measured links, and the summary's statistics and classification.
+#include <gtest/gtest.h>
+
+#include "clbo/core/error.hpp"
+#include "clbo/validate/compare.hpp"
+#include "clbo/validate/model.hpp"
+#include "clbo/validate/plan.hpp"
+#include "clbo/validate/spec.hpp"
+
+namespace clbo::validate {
+namespace {
+
+nlohmann::json grid() {
+  return {{"clusters",
+           {{{"topology", "single_switch"}, {"hosts", {2, 4}}, {"link_Mbps", {100, 200}}},
+            {{"topology", "two_level"},
+             {"hosts", 8},
+             {"hosts_per_leaf", 4},
+             {"oversubscription", 2},
+             {"link_Mbps", 200},
+             {"ranks_per_host", 2}}}},
+          {"ops", {"allreduce:native", "allreduce:ring", "compressed:gather", "alltoall"}},
+          {"sizes", {{"min", "64K"}, {"max", "16M"}, {"factor", 16}}},
+          {"steps", {{"optimizers", {"Adam", "OneBitAdam"}}, {"steps", 6}}}};
+}
+
+TEST(ValidateSpec, ListsExpandIntoClustersWithIdsAndUplinks) {
+  const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
+  ASSERT_EQ(s.clusters.size(), 5u);
+  EXPECT_EQ(s.clusters[0].id, "ss-h2-r1-100M");
+  EXPECT_EQ(s.clusters[3].id, "ss-h4-r1-200M");
+  const ClusterConfig& t = s.clusters[4];
+  EXPECT_EQ(t.id, "tl-h8-r2-200M-k4-o2");
+  EXPECT_DOUBLE_EQ(t.uplink_Mbps, 400);  // 4 hosts x 200 Mbit/s / 2
+  EXPECT_EQ(t.ranks(), 16);
+  EXPECT_EQ(t.sizes.list(), (std::vector<uint64_t>{64u << 10, 1u << 20, 16u << 20}));
+  EXPECT_TRUE(s.steps.enabled);
+  EXPECT_EQ(s.nice, -10);
+}
+
+TEST(ValidateSpec, TheMachineBoundsTheGrid) {
+  // 16 ranks need 2 CPUs at 8 per CPU; one CPU cannot host them.
+  try {
+    parse_validation_spec(grid(), "g.json", 1, 24e9);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "clusters[1].ranks_per_host");
+    EXPECT_EQ(e.value(), "2");
+  }
+  // Nor can 1 GB of memory hold 16 ranks of 16 MiB buffers and the dataset.
+  EXPECT_THROW(parse_validation_spec(grid(), "g.json", 2, 1e9), InputError);
+}
+
+TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
+  const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
+  const Tools t{"/bin/clbo", "/w"};
+  const auto jobs = bench_jobs(s, s.clusters[0], t);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].ops.size(), 3u);  // allreduce:native, compressed:gather, alltoall
+  EXPECT_EQ(jobs[1].ops.size(), 1u);  // allreduce:ring
+  const nlohmann::json plan = emu_plan(s, t);
+  const auto& pj = plan["clusters"][4]["jobs"];
+  // pingpong between hosts and within one (2 ranks per host), the two bench jobs, the steps.
+  ASSERT_EQ(pj.size(), 5u);
+  EXPECT_EQ(pj[0]["map_by"], "node");
+  EXPECT_EQ(pj[1]["map_by"], "slot");
+  EXPECT_EQ(pj[4]["np"], 16);
+  EXPECT_EQ(plan["nice"], -10);
+  const nlohmann::json exp = steps_experiment(s, s.clusters[4]);
+  EXPECT_EQ(exp["workers"], 16);
+  EXPECT_EQ(exp["batch_size"], 16 * 256);
+  EXPECT_EQ(exp["runs"][1]["optimizer"]["params"]["freeze_step"], 4);
+}
+
+TEST(ValidateModel, ThePresetComesFromTheProbes) {
+  const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
+  Links l;
+  l.tcp_half_rtt_s = 30e-6;
+  l.mpi_half_rtt_s = 80e-6;
+  l.single_flow_Mbps = 191;
+  l.all_at_once_Mbps = 188;
+  l.uplink_Mbps = 380;
+  l.loopback_Mbps = 8000;
+  l.mpi_lo_half_rtt_s = 60e-6;
+  const sim::ClusterSpec c = cluster_spec(s.clusters[4], l);
+  EXPECT_EQ(c.max_nodes, 8);
+  EXPECT_EQ(c.gpus_per_node, 2);
+  EXPECT_NEAR(c.node_net_Bps(), 188e6 / 8, 1);     // the rate every flow achieved
+  EXPECT_NEAR(c.software_latency_s, 50e-6, 1e-9);  // MPI's cost on top of TCP's
+  EXPECT_NEAR(c.uplink_Bps, 380e6 / 8, 1);
+  EXPECT_NEAR(c.intra_Bps, 1e9, 1);  // 8 Gbit/s of loopback
+  // Two host links and two intra links make the TCP one-way time.
+  EXPECT_NEAR(2 * (c.nic_latency_s + c.intra_latency_s), 30e-6, 1e-9);
+  const sim::ClusterSpec bare = without_latency(c);
+  EXPECT_EQ(bare.software_latency_s, 0);
+  EXPECT_EQ(bare.nic_latency_s, 0);
+  EXPECT_DOUBLE_EQ(cpu_contention(16, 2), 8);
+  EXPECT_DOUBLE_EQ(cpu_contention(1, 2), 1);
+}
+
+// The all-pairs efficiency sets the measured TCP all-to-all against the same pattern
+// simulated on the preset: on a single switch the fluid time is (n − 1) · bytes / rate; on a
+// 4:1 oversubscribed tree the uplinks make it longer, so the same measurement is not charged
+// to TCP.
+TEST(ValidateModel, AllPairsEfficiencyIsTheSimulatedFluidTimeOverTheMeasured) {
+  const ValidationSpec s =
+      parse_validation_spec({{"clusters",
+                              {{{"topology", "single_switch"}, {"hosts", 4}, {"link_Mbps", 200}},
+                               {{"topology", "two_level"},
+                                {"hosts", 4},
+                                {"hosts_per_leaf", 2},
+                                {"oversubscription", 4},
+                                {"link_Mbps", 200}}}},
+                             {"ops", {"alltoall"}}},
+                            "g.json", 2, 24e9);
+  Links l;
+  l.tcp_half_rtt_s = l.mpi_half_rtt_s = 30e-6;
+  l.all_at_once_Mbps = 190;
+  l.uplink_Mbps = 95;  // two hosts' worth at 4:1
+  l.tcp_alltoall_bytes_per_pair = 4 << 20;
+  const double fluid = 3 * (4 << 20) / (190e6 / 8);
+  l.tcp_alltoall_s = fluid / 0.8;
+  EXPECT_NEAR(all_pairs_efficiency(cluster_spec(s.clusters[0], l), s.clusters[0], l), 0.8, 0.02);
+  const double tree = all_pairs_efficiency(cluster_spec(s.clusters[1], l), s.clusters[1], l);
+  EXPECT_DOUBLE_EQ(tree, 1.0);  // the uplinks alone take longer than the measured time
+  l.tcp_alltoall_s = -1;
+  EXPECT_DOUBLE_EQ(all_pairs_efficiency(cluster_spec(s.clusters[0], l), s.clusters[0], l), 1.0);
+}
+
+TEST(ValidateSummary, MediansMaximaAndBoundsAreSeparate) {
+  auto k = [](const char* op, double m, double s, const char* bound) {
+    return nlohmann::json{{"op", op},
+                          {"measured_s", m},
+                          {"simulated_s", s},
+                          {"bound", bound},
+                          {"rel_error", (s - m) / m}};
+  };
+  const std::vector<nlohmann::json> cases = {
+      k("allreduce", 1.0, 1.05, "bandwidth"), k("allreduce", 1.0, 0.9, "bandwidth"),
+      k("compressed", 1.0, 1.02, "bandwidth"), k("allreduce", 1.0, 3.0, "latency"),
+      k("step", 1.0, 1.1, "bandwidth")};
+  const nlohmann::json s = summarize(cases);
+  EXPECT_NEAR(s["median_abs_rel_error"].get<double>(), 0.05, 1e-12);
+  EXPECT_NEAR(s["max_abs_rel_error"].get<double>(), 0.10, 1e-12);
+  EXPECT_EQ(s["latency_bound"]["cases"], 1);
+  EXPECT_NEAR(s["latency_bound"]["max_abs_rel_error"].get<double>(), 2.0, 1e-12);
+  EXPECT_EQ(s["steps"]["cases"], 1);
+  EXPECT_TRUE(s["target"]["dense_allreduce_met"].get<bool>());
+  EXPECT_TRUE(s["target"]["compressed_allreduce_met"].get<bool>());
+  EXPECT_TRUE(s["target"]["steps_met"].get<bool>());
+  EXPECT_NEAR(
+      s["by_op"]["dense_allreduce"]["bandwidth_bound"]["median_abs_rel_error"].get<double>(), 0.075,
+      1e-12);
+}
+
+}  // namespace
+}  // namespace clbo::validate

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""`clbo validate`: a bad grid is refused before anything starts (exit 2, the field and the
+value named, no namespace, no results file); --check lists the committed grids; `quick`
+runs end to end on the emulated cluster (root and CAP_NET_ADMIN, else a visible skip).
+
+    test_validate_cli.py bad-input|check|quick CLBO SOURCE_DIR
+"""
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def scratch(prefix="clbo-test-"):
+    """A temporary folder removed when the test exits, passed or failed."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def clbo_interfaces():
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return [line.split(":")[1].strip() for line in out.splitlines()
+            if line.split(":")[1].strip().startswith("clbo")]
+
+
+def base():
+    return {"name": "t", "clusters": [{"topology": "single_switch", "hosts": 2,
+                                        "link_Mbps": 100}],
+            "ops": ["allreduce:ring"], "sizes": {"min": "64K", "max": "64K", "factor": 2}}
+
+
+def refused(clbo, spec, field, value, work):
+    path = os.path.join(work, "grid.json")
+    out = os.path.join(work, "out.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    before = clbo_interfaces()
+    r = subprocess.run([clbo, "validate", path, "-o", out], capture_output=True, text=True,
+                       timeout=60)
+    text = r.stdout + r.stderr
+    if r.returncode != 2:
+        fail("expected exit 2 for %s = %s, got %d: %s" % (field, value, r.returncode, text))
+    if field not in text or value not in text:
+        fail("the error should name %s and %s: %s" % (field, value, text))
+    if os.path.exists(out):
+        fail("a refused grid wrote %s" % out)
+    if clbo_interfaces() != before:
+        fail("a refused grid created interfaces: %s" % clbo_interfaces())
+    return text.strip().splitlines()[-1]
+
+
+def test_bad_input(clbo):
+    work = scratch(prefix="clbo-validate-test-")
+    cases = []
+    s = base(); s["ops"] = ["allreduce:tree"]
+    cases.append((s, "ops[0]", "allreduce:tree"))
+    s = base(); s["clusters"][0]["topology"] = "ring"
+    cases.append((s, "clusters[0].topology", "ring"))
+    s = base(); s["clusters"][0]["hosts"] = 8; s["clusters"][0]["ranks_per_host"] = 16
+    cases.append((s, "clusters[0].ranks_per_host", "16"))
+    s = base(); s["clusters"][0]["link_Mbps"] = [100, 5000]
+    cases.append((s, "clusters[0].link_Mbps[1]", "5000"))
+    s = base(); s["clusters"][0]["hosts"] = 9
+    cases.append((s, "clusters[0].hosts", "9"))
+    s = base(); s["clusters"][0].update(topology="two_level", hosts=6, hosts_per_leaf=4)
+    cases.append((s, "clusters[0].hosts_per_leaf", "4"))
+    s = base(); s["clusters"][0].update(topology="two_level", hosts=4, hosts_per_leaf=2,
+                                        oversubscription=0.1)
+    cases.append((s, "clusters[0].oversubscription", "0.1"))
+    s = base(); s["sizes"]["max"] = "16X"
+    cases.append((s, "sizes.max", "16X"))
+    s = base(); s["steps"] = {"optimizers": ["Adam", "OnebitAdam"]}
+    cases.append((s, "steps.optimizers[1]", "OnebitAdam"))
+    s = base(); s["clusters"][0]["colour"] = "blue"
+    cases.append((s, "clusters[0].colour", "colour"))
+    for spec, field, value in cases:
+        print("ok: %s" % refused(clbo, spec, field, value, work))
+
+
+def test_check(clbo, src):
+    for name in ("quick", "full"):
+        path = os.path.join(src, "experiments", "validation", name + ".json")
+        r = subprocess.run([clbo, "validate", path, "--check"], capture_output=True, text=True)
+        if r.returncode != 0 or ": ok (" not in r.stdout:
+            fail("--check %s: exit %d %s%s" % (name, r.returncode, r.stdout, r.stderr))
+        print(r.stdout.strip().splitlines()[-1])
+
+
+def test_quick(clbo, src):
+    emu = os.path.join(src, "emu", "clbo-emu")
+    r = subprocess.run(["/usr/bin/python3", emu, "check"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print("SKIP: " + (r.stdout + r.stderr).strip())
+        sys.exit(SKIP)
+    out = os.path.join(scratch(prefix="clbo-validate-test-"), "quick.json")
+    path = os.path.join(src, "experiments", "validation", "quick.json")
+    r = subprocess.run([clbo, "validate", path, "-o", out], capture_output=True, text=True,
+                       timeout=600, cwd=src)
+    if r.returncode != 0:
+        fail("clbo validate quick: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr[-3000:]))
+    doc = json.load(open(out))
+    if doc["schema"] != "clbo.validate/1" or len(doc["cases"]) != 8:
+        fail("unexpected result: schema %s, %d cases" % (doc["schema"], len(doc["cases"])))
+    for c in doc["cases"]:
+        for key in ("op", "bytes", "hosts", "ranks_per_host", "rate_Mbps", "topology",
+                    "measured_s", "simulated_s", "rel_error", "bound"):
+            if key not in c:
+                fail("case without %s: %s" % (key, c))
+        if not c["measured_s"] > 0 or not c["simulated_s"] > 0:
+            fail("non-positive time: %s" % c)
+    for key in ("median_abs_rel_error", "max_abs_rel_error", "latency_bound", "bandwidth_bound"):
+        if key not in doc["summary"]:
+            fail("summary without %s" % key)
+    if clbo_interfaces():
+        fail("leftover interfaces: %s" % clbo_interfaces())
+    print("ok: clbo validate quick: %d cases, bandwidth-bound median |error| %s" %
+          (len(doc["cases"]), doc["summary"]["median_abs_rel_error"]))
+
+
+def main():
+    what, clbo, src = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+    if what == "bad-input":
+        test_bad_input(clbo)
+    elif what == "check":
+        test_check(clbo, src)
+    elif what == "quick":
+        test_quick(clbo, src)
+    else:
+        fail("unknown test %r" % what)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+// Measured beside simulated: every benchmark row and every optimizer step kind of one
+// emulated cluster becomes a case with the measured time, the simulated time on the
+// generated preset (model.hpp) and the relative error; the summary gathers the errors of
+// the bandwidth-bound cases (the target) apart from the latency-bound ones.
+//
+// A case is latency-bound when latency makes up more than 20% of its simulated time: the
+// same program simulated without any latency (model.hpp, without_latency) takes less than
+// 80% of the full simulation's time; else compute-bound when computing is over half of it;
+// else bandwidth-bound (its time is the bytes on the busiest links).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "clbo/sim/cluster.hpp"
+#include "clbo/sim/kernel_model.hpp"
+#include "clbo/sim/workload.hpp"
+#include "clbo/validate/plan.hpp"
+#include "clbo/validate/spec.hpp"
+
+namespace clbo::validate {
+
+inline constexpr double kLatencyBoundShare = 0.2;
+// Else compute-bound when the ranks' computing (compression kernels; for steps also the
+// gradient and the optimizer's arithmetic) is over half of the simulated time: then the CPU
+// contention model, not the network's, sets the time.
+inline constexpr double kComputeBoundShare = 0.5;
+
+// Everything measured on one cluster, as read back from the run.
+struct ClusterMeasurements {
+  const ClusterConfig* config = nullptr;
+  nlohmann::json record;              // the emulation's record (probes, jobs, load)
+  std::vector<nlohmann::json> bench;  // clbo bench collectives results, one per BenchJob
+  std::vector<BenchJob> jobs;         // which ops and algorithms each ran
+  nlohmann::json steps;               // clbo train --backend mpi result, or null
+};
+
+// Compute of one worker alone, from the calibration run (clbo train, local backend, one
+// worker): the gradient of batch_per_worker examples, and per optimizer and phase the
+// optimizer's arithmetic (its step less communication and compression kernels).
+struct Calibration {
+  double gradient_s = 0;
+  nlohmann::json optimizer_s;  // {type: {phase: seconds}}
+  nlohmann::json to_json() const;
+};
+Calibration read_calibration(const nlohmann::json& train_result, const std::string& file);
+
+// The cases of one cluster: op cases for every benchmark row, step cases for every step kind
+// of every optimizer (when steps ran). Simulates on `preset` with the kernel model `km`
+// (contention already applied) and the CPU contention factor for compute.
+// all_pairs: the measured efficiency of concurrent TCP flows (model.hpp), for every
+// all-pair exchange.
+std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
+                                            const sim::ClusterSpec& preset,
+                                            const sim::KernelModel& km, double contention,
+                                            double all_pairs, const Calibration* calibration);
+
+// median and max |rel_error| of the bandwidth-bound cases (overall, and per op family), of
+// the latency-bound ones, and of the step cases; with the targets.
+nlohmann::json summarize(const std::vector<nlohmann::json>& cases);
+
+// The plain-text table printed at the end of a run.
+std::string cases_table(const std::vector<nlohmann::json>& cases, const nlohmann::json& summary);
+
+}  // namespace clbo::validate

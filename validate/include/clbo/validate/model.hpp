@@ -1,0 +1,68 @@
+// The simulated side of an emulated cluster, built only from the emulation's parameters
+// and the run's own probes (never from the collective timings it is compared with):
+//   links      the TCP ping-pong and bulk probes (emu/clbo_emu/probe.py) and the MPI
+//              ping-pong (clbo bench collectives --op pingpong) of the same cluster;
+//   preset     a clbo cluster (sim/cluster.hpp) with one "node" per emulated host and one
+//              "GPU" per rank: NIC rate = link rate × the achieved fraction, latencies
+//              split into the TCP path (links) and MPI's own per-message cost (software
+//              latency), uplinks at their achieved rate;
+//   CPU        the hosts share this machine's CPUs: with p ranks on C cores every rank's
+//              compute (gradient, optimizer, compression kernels) runs p/C times slower
+//              than alone when all compute at once, which data-parallel ranks do
+//              (docs/validation.md, "CPU contention").
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "clbo/sim/cluster.hpp"
+#include "clbo/sim/kernel_model.hpp"
+#include "clbo/sim/workload.hpp"
+#include "clbo/validate/spec.hpp"
+
+namespace clbo::validate {
+
+struct Links {
+  double tcp_half_rtt_s = 0;      // between two hosts (median)
+  double mpi_half_rtt_s = 0;      // the same pair, 8-byte MPI messages (mean)
+  double tcp_lo_half_rtt_s = -1;  // within a host (ranks_per_host > 1), loopback; -1 = none
+  double mpi_lo_half_rtt_s = -1;
+  double single_flow_Mbps = 0;  // one bulk flow, steady state
+  double all_at_once_Mbps = 0;  // mean per flow when every host sends to the next at once
+  double uplink_Mbps = -1;      // leaf 0's hosts through the uplink at once, summed
+  double loopback_Mbps = -1;    // one bulk flow over a host's loopback
+  // TCP's own all-to-all (probe.py alltoall): the slowest host's time, median of the
+  // repeats, for bytes_per_pair to every other host; -1 = not measured.
+  double tcp_alltoall_s = -1;
+  double tcp_alltoall_bytes_per_pair = 0;
+  nlohmann::json to_json() const;
+};
+
+// The fraction of the fluid rate concurrent TCP flows reached in the all-to-all probe: the
+// probe's pattern (one flow between every pair of hosts) simulated on the preset without
+// latency, over its measured time, in [0.3, 1]; 1 when not measured. Simulated, so an
+// oversubscribed uplink's share is the model's, not the probe's to explain.
+double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c, const Links& l);
+
+// From the emulation's record of one cluster (clbo.emu.measured/1) and the MPI ping-pong
+// results (clbo bench collectives JSON; same_host may be null).
+Links read_links(const nlohmann::json& record, const nlohmann::json& pingpong_net,
+                 const nlohmann::json& pingpong_host, const std::string& where);
+
+// The cluster preset JSON (parse_cluster accepts it; every section says where its numbers
+// come from) and the parsed spec.
+nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l);
+sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l);
+// The same cluster without any latency (link, switch and software latencies all 0): the
+// bandwidth-and-compute-only time that classifies a case as bandwidth- or latency-bound.
+sim::ClusterSpec without_latency(sim::ClusterSpec c);
+
+// p ranks sharing `cpus` cores: the factor their concurrent compute is slowed by.
+double cpu_contention(int ranks, int cpus);
+
+// The compression kernels' rates from `clbo bench kernels --cpu` JSON measured in the same
+// run (one rank alone), slowed by the contention factor; the copy bandwidth of the same run
+// stands in for the roofline of any kernel the file lacks.
+sim::KernelModel kernel_model(const nlohmann::json& kernel_bench, const std::string& file,
+                              double contention);
+
+}  // namespace clbo::validate

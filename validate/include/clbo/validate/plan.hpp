@@ -1,0 +1,44 @@
+// What `clbo validate` asks the emulation to run (emu/clbo_emu/runner.py reads it): per
+// cluster, the probes and the MPI jobs, with every output file named, and the training
+// experiment each cluster's step job runs.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "clbo/validate/spec.hpp"
+
+namespace clbo::validate {
+
+struct Tools {
+  std::string clbo;      // absolute path of the clbo binary the jobs run
+  std::string work_dir;  // absolute; everything the run writes lands below it
+};
+
+// The bench jobs of a cluster: one per algorithm family, each sweeping its ops over the
+// cluster's sizes (clbo bench collectives runs one --algo per op family at a time).
+struct BenchJob {
+  std::string id;           // "bench-default", "bench-alt"
+  std::vector<OpSpec> ops;  // in the grid's order
+  std::string out;          // the JSON result it writes
+};
+
+std::vector<BenchJob> bench_jobs(const ValidationSpec& s, const ClusterConfig& c, const Tools& t);
+
+// The clbo train experiment of a cluster's optimizer steps: the MLP, one worker per rank,
+// batch_per_worker examples each, every optimizer of the spec with short phases so that each
+// of its step kinds occurs (warmup and compression; 0/1 Adam's variance, compressed, local
+// and sync steps; SLAMB's plain and sync steps) at least twice.
+nlohmann::json steps_experiment(const ValidationSpec& s, const ClusterConfig& c);
+// The DeepSpeed block of optimizer `type` in that experiment.
+nlohmann::json steps_optimizer(const ValidationSpec& s, const std::string& type);
+
+std::string cluster_dir(const Tools& t, const ClusterConfig& c);
+std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host);
+std::string steps_out(const Tools& t, const ClusterConfig& c);
+std::string steps_experiment_path(const Tools& t, const ClusterConfig& c);
+
+// The whole plan (schema clbo.emu.plan/1).
+nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t);
+
+}  // namespace clbo::validate

@@ -1,0 +1,420 @@
+#include "clbo/validate/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "clbo/core/error.hpp"
+#include "clbo/kernels/mask.hpp"
+#include "clbo/schedule/config.hpp"
+#include "clbo/schedule/schedule.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/expansion/expand.hpp"
+#include "clbo/sim/projection.hpp"
+#include "clbo/validate/model.hpp"
+
+namespace clbo::validate {
+
+namespace {
+
+// clbo bench collectives' sparse op keeps the elements of random_mask(seed 0, step 1,
+// k = 0.1) (bench/collectives/host_ops.cpp, the defaults validate runs it with).
+size_t sparse_kept(size_t n) {
+  std::vector<uint8_t> mask((n + 7) / 8, 0);
+  kernels::random_mask(0, 1, 0.1, 0, n, mask.data());
+  return kernels::mask_count(mask.data(), n);
+}
+
+// The schedule call a benchmark row stands for, and the options its algorithm needs.
+CommCall call_of(const std::string& op, uint64_t size, int p, sim::ExpandOptions& o,
+                 const std::string& algo) {
+  const size_t floats = static_cast<size_t>(size / 4);
+  if (op == "allreduce") {
+    o.allreduce = algo == "ring" ? sim::Algo::kRing : sim::Algo::kBinomial;
+    return {CollKind::kAllreduce, floats, DType::kF32, "buffer"};
+  }
+  if (op == "compressed") {
+    o.mpi_gather = algo != "alltoall";
+    return {CollKind::kCompressedAllreduce, floats, DType::kF32, "buffer"};
+  }
+  if (op == "sparse") {
+    o.param_count = floats;
+    return {CollKind::kSparseAllreduce, sparse_kept(floats), DType::kF32, "buffer"};
+  }
+  // alltoall: size is the whole send buffer, one block per peer; allgather: size is the
+  // gathered buffer, one block per rank.
+  const size_t block = floats / static_cast<size_t>(p);
+  return {op == "alltoall" ? CollKind::kAlltoall : CollKind::kAllgather, block, DType::kF32,
+          "buffer"};
+}
+
+std::string algo_of(const BenchJob& job, const std::string& op) {
+  for (const OpSpec& o : job.ops)
+    if (o.op == op) return o.algo;
+  return "";
+}
+
+nlohmann::json base_case(const ClusterConfig& c) {
+  return {{"hosts", c.hosts},
+          {"ranks_per_host", c.ranks_per_host},
+          {"rate_Mbps", c.link_Mbps},
+          {"topology", c.topology},
+          {"cluster", c.id},
+          {"oversubscription", c.topology == "two_level" ? nlohmann::json(c.oversubscription)
+                                                         : nlohmann::json(nullptr)}};
+}
+
+// compute_s: the simulated time every rank spends computing (kernels, and for steps the
+// gradient and optimizer arithmetic), which the network does not set.
+void finish_case(nlohmann::json& k, double measured, double simulated, double no_latency,
+                 double compute_s) {
+  k["measured_s"] = measured;
+  k["simulated_s"] = simulated;
+  k["rel_error"] = measured > 0 ? (simulated - measured) / measured : 0.0;
+  const double latency = simulated > 0 ? std::max(0.0, 1 - no_latency / simulated) : 0.0;
+  const double compute = simulated > 0 ? std::min(1.0, compute_s / simulated) : 0.0;
+  k["simulated_latency_share"] = latency;
+  k["simulated_compute_share"] = compute;
+  k["bound"] = latency > kLatencyBoundShare   ? "latency"
+               : compute > kComputeBoundShare ? "compute"
+                                              : "bandwidth";
+  k["provenance"] = {{"measured_s", "measured"},
+                     {"simulated_s", "simulated"},
+                     {"simulated_latency_share", "simulated"},
+                     {"simulated_compute_share", "simulated"}};
+}
+
+double compute_of(const sim::Program& prog) {
+  double t = 0;
+  for (const auto& s : prog.segments) t += s.compute_s;
+  return t;
+}
+
+// Mean of `rows[i][col]` over the steps of one kind, leaving out its first occurrence (TCP
+// connections are opened and buffers allocated there) when the kind occurs more than once.
+double kind_mean(const nlohmann::json& rows, const std::vector<size_t>& steps, size_t col,
+                 int64_t& used) {
+  const size_t skip = steps.size() > 1 ? 1 : 0;
+  double sum = 0;
+  used = 0;
+  for (size_t i = skip; i < steps.size(); ++i) {
+    sum += rows[steps[i]][col].get<double>();
+    ++used;
+  }
+  return used ? sum / static_cast<double>(used) : 0.0;
+}
+
+void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
+              const sim::KernelModel& km, double all_pairs, std::vector<nlohmann::json>& out) {
+  const ClusterConfig& c = *m.config;
+  const int p = c.ranks();
+  const sim::ClusterSpec bare_preset = without_latency(preset);
+  std::vector<sim::Program> progs, bare_progs;
+  std::vector<nlohmann::json> cases;
+  for (size_t j = 0; j < m.bench.size(); ++j) {
+    for (const auto& row : m.bench[j]["rows"]) {
+      const std::string op = row["op"].get<std::string>();
+      const std::string algo = algo_of(m.jobs[j], op);
+      const uint64_t size = row["size_bytes"].get<uint64_t>();
+      sim::ExpandOptions o;
+      o.backend = sim::Backend::kMpiHost;
+      o.mpi_all_pairs_efficiency = all_pairs;
+      const CommCall call = call_of(op, size, p, o, algo);
+      progs.push_back(sim::calls_program({call}, preset, p, km, o));
+      // Software latencies are part of the expanded program: expand again without them.
+      bare_progs.push_back(sim::calls_program({call}, bare_preset, p, km, o));
+      nlohmann::json k = base_case(c);
+      k["op"] = op;
+      k["algo"] = algo.empty() ? nlohmann::json(nullptr) : nlohmann::json(algo);
+      k["bytes"] = size;
+      k["measured_algorithm"] = row["algorithm"];
+      k["measured_wire_bytes"] = row["wire_bytes"];
+      k["measured_s"] = row["time_us"].get<double>() * 1e-6;
+      cases.push_back(k);
+    }
+  }
+  if (progs.empty()) return;
+  const auto full = sim::simulate_programs(preset, p, progs);
+  const auto bare = sim::simulate_programs(bare_preset, p, bare_progs);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    nlohmann::json& k = cases[i];
+    k["simulated_bytes_per_rank"] = static_cast<double>(full[i].traffic_bytes) / p;
+    k["simulated_program"] = nlohmann::json::array();
+    for (const auto& seg : progs[i].segments) k["simulated_program"].push_back(seg.label);
+    finish_case(k, k["measured_s"].get<double>(), full[i].time_s, bare[i].time_s,
+                compute_of(progs[i]));
+    out.push_back(std::move(k));
+  }
+}
+
+void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
+                const sim::ClusterSpec& preset, const sim::KernelModel& km, double contention,
+                double all_pairs, const Calibration& cal, std::vector<nlohmann::json>& out) {
+  const ClusterConfig& c = *m.config;
+  const int p = c.ranks();
+  const std::string where = "steps of " + c.id;
+  auto workload = std::make_shared<sim::Workload>();
+  workload->name = "mlp";
+  workload->layout = ParamLayout::from_json(m.steps["resolved"]["layout"], where);
+  sim::TrainingSetup setup;
+  setup.cluster = preset;
+  setup.p = p;
+  setup.workload = workload;
+  setup.kernels = km;
+  setup.micro_batch = s.steps.batch_per_worker;
+  setup.grad_acc = 1;
+  setup.total_steps = s.steps.steps;
+  setup.grad_dtype = DType::kF32;  // clbo's optimizers allreduce fp32 gradients
+  setup.expand.backend = sim::Backend::kMpiHost;
+  setup.expand.allreduce = sim::Algo::kRing;  // ring_allreduce_mean
+  setup.expand.mpi_all_pairs_efficiency = all_pairs;
+  setup.compute.gpu = "CPU";
+  // The gradient is one pass: charge it as forward, none as backward.
+  setup.compute.fwd_per_sample_s =
+      cal.gradient_s * contention / static_cast<double>(s.steps.batch_per_worker);
+  setup.compute.origin = "measured: one worker alone (calibration run) x CPU contention";
+
+  struct Pending {
+    nlohmann::json k;
+    sim::StepKind kind;
+    double optimizer_s;
+  };
+  std::vector<Pending> pending;
+  std::vector<sim::Program> progs, bare_progs;
+  sim::TrainingSetup bare_setup = setup;
+  bare_setup.cluster = without_latency(preset);
+  for (const auto& run : m.steps["runs"]) {
+    const std::string type = run["optimizer_type"].get<std::string>();
+    const OptimizerConfig cfg = parse_optimizer_config(steps_optimizer(s, type), where);
+    const auto kinds = sim::step_kinds(cfg, workload->layout, p, s.steps.steps, DType::kF32);
+    const nlohmann::json& rows = run["timing"]["steps"]["rows"];
+    const auto& bytes = run["bytes_sent_per_worker_per_step"];
+    for (const sim::StepKind& kind : kinds) {
+      std::vector<size_t> steps;
+      for (int64_t t = 1; t <= static_cast<int64_t>(rows.size()); ++t) {
+        sim::StepKind probe;
+        probe.schedule = schedule_at(cfg, t, workload->layout, p);
+        if (probe.signature() == kind.signature()) steps.push_back(static_cast<size_t>(t - 1));
+      }
+      if (steps.empty()) continue;
+      int64_t used = 0;
+      kind_mean(rows, steps, 0, used);
+      double measured_bytes = 0;
+      for (size_t i : steps) measured_bytes += bytes[i].get<double>();
+      const std::string phase = to_string(kind.schedule.phase);
+      nlohmann::json k = base_case(c);
+      k["op"] = "step";
+      k["optimizer"] = type;
+      k["phase"] = phase;
+      k["algo"] = nullptr;
+      k["bytes"] = static_cast<uint64_t>(measured_bytes / static_cast<double>(steps.size()));
+      k["measured_steps"] = used;
+      k["first_step"] = kind.first_step;
+      nlohmann::json parts = nlohmann::json::object();
+      const char* names[] = {"step_s", "gradient_s", "optimizer_s", "comm_s",
+                             "compression_kernels_s"};
+      for (size_t col = 0; col < 5; ++col) {
+        int64_t n = 0;
+        parts[names[col]] = kind_mean(rows, steps, col, n);
+      }
+      k["measured_parts"] = parts;
+      const nlohmann::json& opt =
+          cal.optimizer_s.contains(type) ? cal.optimizer_s[type] : nlohmann::json::object();
+      const double opt_s = opt.contains(phase) ? opt[phase].get<double>() : 0.0;
+      pending.push_back({k, kind, opt_s * contention});
+      progs.push_back(sim::step_program(kind, setup));
+      bare_progs.push_back(sim::step_program(kind, bare_setup));
+    }
+  }
+  if (progs.empty()) return;
+  const auto full = sim::simulate_programs(preset, p, progs);
+  const auto bare = sim::simulate_programs(bare_setup.cluster, p, bare_progs);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    sim::TrainingSetup own = setup;
+    own.compute.optimizer_s = pending[i].optimizer_s;
+    const sim::StepKindResult r = sim::step_result(pending[i].kind, own, progs[i], full[i]);
+    sim::TrainingSetup lat0 = bare_setup;
+    lat0.compute.optimizer_s = pending[i].optimizer_s;
+    const sim::StepKindResult r0 = sim::step_result(pending[i].kind, lat0, bare_progs[i], bare[i]);
+    nlohmann::json& k = pending[i].k;
+    k["simulated_parts"] = {{"compute_s", r.fwd_s + r.bwd_s},
+                            {"optimizer_s", r.optimizer_s},
+                            {"compression_kernels_s", r.compression_s},
+                            {"comm_s", r.comm_s}};
+    k["simulated_bytes_per_rank"] = r.bytes_per_gpu;
+    finish_case(k, k["measured_parts"]["step_s"].get<double>(), r.time_s, r0.time_s,
+                r.compute_s() + r.compression_s);
+    out.push_back(std::move(k));
+  }
+}
+
+struct Stats {
+  size_t n = 0;
+  double median = 0, max = 0;
+  nlohmann::json to_json() const {
+    return {{"cases", n},
+            {"median_abs_rel_error", n ? nlohmann::json(median) : nlohmann::json(nullptr)},
+            {"max_abs_rel_error", n ? nlohmann::json(max) : nlohmann::json(nullptr)}};
+  }
+};
+
+Stats stats(std::vector<double> e) {
+  Stats s;
+  s.n = e.size();
+  if (e.empty()) return s;
+  std::sort(e.begin(), e.end());
+  const size_t h = e.size() / 2;
+  s.median = e.size() % 2 ? e[h] : (e[h - 1] + e[h]) / 2;
+  s.max = e.back();
+  return s;
+}
+
+std::string family(const nlohmann::json& k) {
+  const std::string op = k["op"].get<std::string>();
+  if (op == "allreduce") return "dense_allreduce";
+  if (op == "compressed") return "compressed_allreduce";
+  return op;
+}
+
+}  // namespace
+
+nlohmann::json Calibration::to_json() const {
+  return {{"gradient_s", gradient_s},
+          {"optimizer_arithmetic_s", optimizer_s},
+          {"measured", true},
+          {"definition",
+           "one worker alone (clbo train, local backend, 1 worker, batch_per_worker examples), "
+           "steady-state means: the gradient, and per optimizer and phase the optimizer step "
+           "less its communication and compression-kernel time"}};
+}
+
+Calibration read_calibration(const nlohmann::json& j, const std::string& file) {
+  Calibration c;
+  if (!j.contains("runs") || j["runs"].empty())
+    throw Error(file + ": the calibration run has no runs");
+  c.optimizer_s = nlohmann::json::object();
+  double grad = 0;
+  int64_t grad_n = 0;
+  for (const auto& run : j["runs"]) {
+    const std::string type = run["optimizer_type"].get<std::string>();
+    const auto& rows = run["timing"]["steps"]["rows"];
+    const auto& phases = run["phase"];
+    std::map<std::string, std::vector<size_t>> by_phase;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (i > 0) {
+        grad += rows[i][1].get<double>();
+        ++grad_n;
+      }
+      by_phase[phases[i].get<std::string>()].push_back(i);
+    }
+    for (const auto& [phase, steps] : by_phase) {
+      const size_t skip = steps.size() > 1 ? 1 : 0;
+      double sum = 0;
+      for (size_t i = skip; i < steps.size(); ++i) {
+        const auto& r = rows[steps[i]];
+        sum += std::max(0.0, r[2].get<double>() - r[3].get<double>() - r[4].get<double>());
+      }
+      c.optimizer_s[type][phase] = sum / static_cast<double>(steps.size() - skip);
+    }
+  }
+  c.gradient_s = grad_n ? grad / static_cast<double>(grad_n) : 0.0;
+  return c;
+}
+
+std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
+                                            const sim::ClusterSpec& preset,
+                                            const sim::KernelModel& km, double contention,
+                                            double all_pairs, const Calibration* cal) {
+  std::vector<nlohmann::json> out;
+  op_cases(m, preset, km, all_pairs, out);
+  if (!m.steps.is_null() && cal) step_cases(s, m, preset, km, contention, all_pairs, *cal, out);
+  return out;
+}
+
+nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
+  std::vector<double> bw, lat, cpu, steps;
+  std::map<std::string, std::vector<double>> by_family_bw, by_family_lat, by_family_cpu;
+  for (const auto& k : cases) {
+    const double e = std::fabs(k["rel_error"].get<double>());
+    if (k["op"] == "step") {
+      steps.push_back(e);
+      continue;
+    }
+    const std::string bound = k["bound"].get<std::string>();
+    (bound == "latency" ? lat : bound == "compute" ? cpu : bw).push_back(e);
+    (bound == "latency"   ? by_family_lat
+     : bound == "compute" ? by_family_cpu
+                          : by_family_bw)[family(k)]
+        .push_back(e);
+  }
+  const Stats b = stats(bw), l = stats(lat), cb = stats(cpu), st = stats(steps);
+  nlohmann::json fam = nlohmann::json::object();
+  for (const auto& [name, v] : by_family_bw) fam[name]["bandwidth_bound"] = stats(v).to_json();
+  for (const auto& [name, v] : by_family_lat) fam[name]["latency_bound"] = stats(v).to_json();
+  for (const auto& [name, v] : by_family_cpu) fam[name]["compute_bound"] = stats(v).to_json();
+  auto within = [](const std::vector<double>& v, double bound) {
+    return static_cast<int64_t>(
+        std::count_if(v.begin(), v.end(), [&](double e) { return e <= bound; }));
+  };
+  const Stats dense = stats(by_family_bw["dense_allreduce"]);
+  const Stats comp = stats(by_family_bw["compressed_allreduce"]);
+  auto meets = [](const Stats& x, double med, double mx) {
+    return x.n > 0 && x.median <= med && x.max <= mx;
+  };
+  nlohmann::json target = {
+      {"definition",
+       "bandwidth-bound cases: median |rel_error| <= 0.10 and max <= 0.20 for the dense and "
+       "the compressed allreduce alike; optimizer steps within +-0.15"},
+      {"dense_allreduce_met", meets(dense, 0.10, 0.20)},
+      {"compressed_allreduce_met", meets(comp, 0.10, 0.20)},
+      {"steps_met", st.n > 0 && st.max <= 0.15}};
+  return {{"median_abs_rel_error", b.n ? nlohmann::json(b.median) : nlohmann::json(nullptr)},
+          {"max_abs_rel_error", b.n ? nlohmann::json(b.max) : nlohmann::json(nullptr)},
+          {"bandwidth_bound", b.to_json()},
+          {"bandwidth_bound_within_10pct", within(bw, 0.10)},
+          {"latency_bound", l.to_json()},
+          {"latency_bound_within_10pct", within(lat, 0.10)},
+          {"compute_bound", cb.to_json()},
+          {"compute_bound_share_threshold", kComputeBoundShare},
+          {"by_op", fam},
+          {"steps", st.to_json()},
+          {"steps_within_15pct", within(steps, 0.15)},
+          {"latency_bound_share_threshold", kLatencyBoundShare},
+          {"target", target}};
+}
+
+std::string cases_table(const std::vector<nlohmann::json>& cases, const nlohmann::json& summary) {
+  std::string t = fmt::format("{:<26} {:<22} {:>10} {:>12} {:>12} {:>8}  {}\n", "cluster", "case",
+                              "bytes", "measured_s", "simulated_s", "error", "bound");
+  for (const auto& k : cases) {
+    std::string name = k["op"].get<std::string>();
+    if (name == "step")
+      name = fmt::format("step {} {}", k["optimizer"].get<std::string>(),
+                         k["phase"].get<std::string>());
+    else if (!k["algo"].is_null())
+      name += ":" + k["algo"].get<std::string>();
+    t += fmt::format("{:<26} {:<22} {:>10} {:>12.6f} {:>12.6f} {:>+7.1f}%  {}\n",
+                     k["cluster"].get<std::string>(), name, k["bytes"].get<uint64_t>(),
+                     k["measured_s"].get<double>(), k["simulated_s"].get<double>(),
+                     100 * k["rel_error"].get<double>(), k["bound"].get<std::string>());
+  }
+  auto pct = [](const nlohmann::json& v) {
+    return v.is_null() ? std::string("-") : fmt::format("{:.1f}%", 100 * v.get<double>());
+  };
+  const auto& b = summary["bandwidth_bound"];
+  const auto& l = summary["latency_bound"];
+  const auto& c = summary["compute_bound"];
+  const auto& s = summary["steps"];
+  auto line = [&](const char* name, const nlohmann::json& x) {
+    return fmt::format("{}: {} cases, median |error| {}, max {}", name, x["cases"].get<int64_t>(),
+                       pct(x["median_abs_rel_error"]), pct(x["max_abs_rel_error"]));
+  };
+  t += line("bandwidth-bound", b) + "; " + line("latency-bound", l) + "; " +
+       line("compute-bound", c) + "; " + line("steps", s) + "\n";
+  return t;
+}
+
+}  // namespace clbo::validate

@@ -1,0 +1,196 @@
+#include "clbo/validate/model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "clbo/core/error.hpp"
+#include "clbo/sim/execution.hpp"
+#include "clbo/sim/program.hpp"
+
+namespace clbo::validate {
+
+namespace {
+
+const nlohmann::json& at(const nlohmann::json& j, const std::string& key,
+                         const std::string& where) {
+  if (!j.is_object() || !j.contains(key))
+    throw Error(fmt::format("{}: the emulation's record lacks '{}'", where, key));
+  return j[key];
+}
+
+double steady(const nlohmann::json& bulk, const std::string& where) {
+  return at(bulk, "steady_rate_Mbps", where).get<double>();
+}
+
+// The 8-byte row of a clbo bench collectives --op pingpong result: one-way time, seconds.
+double pingpong_s(const nlohmann::json& bench, const std::string& where) {
+  for (const auto& row : at(bench, "rows", where))
+    if (row.value("op", "") == "pingpong") return row["time_us"].get<double>() * 1e-6;
+  throw Error(where + ": the MPI ping-pong result has no pingpong row");
+}
+
+}  // namespace
+
+nlohmann::json Links::to_json() const {
+  auto opt = [](double v, double scale) {
+    return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v * scale);
+  };
+  return {{"tcp_half_rtt_us", tcp_half_rtt_s * 1e6},
+          {"mpi_half_rtt_us", mpi_half_rtt_s * 1e6},
+          {"tcp_loopback_half_rtt_us", opt(tcp_lo_half_rtt_s, 1e6)},
+          {"mpi_same_host_half_rtt_us", opt(mpi_lo_half_rtt_s, 1e6)},
+          {"single_flow_Mbps", single_flow_Mbps},
+          {"all_hosts_at_once_Mbps_per_flow", all_at_once_Mbps},
+          {"uplink_achieved_Mbps", opt(uplink_Mbps, 1)},
+          {"loopback_Mbps", opt(loopback_Mbps, 1)},
+          {"tcp_alltoall_s", opt(tcp_alltoall_s, 1)},
+          {"tcp_alltoall_bytes_per_pair", tcp_alltoall_bytes_per_pair},
+          {"measured", true}};
+}
+
+Links read_links(const nlohmann::json& record, const nlohmann::json& pp_net,
+                 const nlohmann::json& pp_host, const std::string& where) {
+  const nlohmann::json& probes = at(record, "probes", where);
+  Links l;
+  l.tcp_half_rtt_s =
+      at(at(probes, "tcp_pingpong", where), "half_rtt_us", where)["median"].get<double>() * 1e-6;
+  l.mpi_half_rtt_s = pingpong_s(pp_net, where + " (MPI ping-pong between hosts)");
+  l.single_flow_Mbps = steady(at(probes, "bulk_host_link", where), where);
+  double sum = 0;
+  const auto& all = at(probes, "bulk_all_hosts_at_once", where);
+  for (const auto& f : all) sum += steady(f, where);
+  l.all_at_once_Mbps = sum / static_cast<double>(all.size());
+  if (probes.contains("bulk_across_uplink")) {
+    double up = 0;
+    for (const auto& f : probes["bulk_across_uplink"]) up += steady(f, where);
+    l.uplink_Mbps = up;
+  }
+  if (probes.contains("bulk_loopback")) l.loopback_Mbps = steady(probes["bulk_loopback"], where);
+  if (probes.contains("tcp_alltoall") && !probes["tcp_alltoall"].empty()) {
+    std::vector<double> t;
+    for (const auto& r : probes["tcp_alltoall"]) t.push_back(r["seconds"].get<double>());
+    std::sort(t.begin(), t.end());
+    l.tcp_alltoall_s = t[t.size() / 2];
+    l.tcp_alltoall_bytes_per_pair = probes["tcp_alltoall"][0]["bytes_per_pair"].get<double>();
+  }
+  if (!pp_host.is_null()) l.mpi_lo_half_rtt_s = pingpong_s(pp_host, where + " (same host)");
+  return l;
+}
+
+double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c,
+                            const Links& l) {
+  if (l.tcp_alltoall_s <= 0) return 1.0;
+  // The probe's flows run between hosts: from the first rank of each to the others'.
+  const int g = c.ranks_per_host;
+  sim::Program prog;
+  prog.p = c.ranks();
+  prog.gpus_per_node = g;
+  sim::Segment s;
+  s.label = "TCP all-to-all probe";
+  s.alltoall = true;
+  s.rounds.emplace_back();
+  const auto bytes = static_cast<uint64_t>(l.tcp_alltoall_bytes_per_pair);
+  for (int h = 0; h < c.hosts; ++h)
+    for (int k = 0; k < c.hosts; ++k)
+      if (h != k) s.rounds.front().push_back(sim::Xfer{h * g, k * g, bytes, 1});
+  prog.segments.push_back(std::move(s));
+  const sim::ClusterSpec bare = without_latency(preset);
+  const double fluid = sim::simulate_programs(bare, prog.p, {prog}).front().time_s;
+  return std::clamp(fluid / l.tcp_alltoall_s, 0.3, 1.0);
+}
+
+double cpu_contention(int ranks, int cpus) {
+  return std::max(1.0, static_cast<double>(ranks) / std::max(cpus, 1));
+}
+
+nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l) {
+  const double fraction = std::min(1.0, l.all_at_once_Mbps / c.link_Mbps);
+  // One-way latencies: the TCP path of a network message crosses both hosts' links; MPI's
+  // per-message cost on top of it is the fabric's software latency, paid on every hop.
+  const double path_us = l.tcp_half_rtt_s * 1e6;
+  const double software_us = std::max(0.0, (l.mpi_half_rtt_s - l.tcp_half_rtt_s) * 1e6);
+  // Ranks of one host talk TCP over its loopback: unshaped, bounded by the CPU.
+  const double lo_GBps = l.loopback_Mbps > 0 ? l.loopback_Mbps / 8e3 : 10.0;
+  const double lo_lat_us =
+      l.mpi_lo_half_rtt_s > 0 ? std::max(0.5, (l.mpi_lo_half_rtt_s * 1e6 - software_us) / 2) : 1.0;
+  nlohmann::json j = {
+      {"name", "emu-" + c.id},
+      {"description",
+       fmt::format("generated by clbo validate from the emulated cluster {} ({} hosts x {} "
+                   "ranks, {} Mbit/s links, {})",
+                   c.id, c.hosts, c.ranks_per_host, c.link_Mbps, c.topology)},
+      {"source",
+       "the emulation's parameters and this run's probes (TCP ping-pong and bulk flows, MPI "
+       "ping-pong); no collective timing"},
+      {"gpu", "CPU rank (emulated host)"},
+      {"nodes", c.hosts},
+      {"gpus_per_node", c.ranks_per_host},
+      {"intra",
+       {{"type", "pcie"},
+        {"bandwidth_GBps", lo_GBps},
+        {"latency_us", lo_lat_us},
+        {"source", l.loopback_Mbps > 0
+                       ? "measured: one TCP flow over a host's loopback; latency: half of the "
+                         "same-host MPI one-way time less the software latency"
+                       : "unused (one rank per host)"}}},
+      {"nic",
+       {{"count", 1},
+        {"rate_Gbps", c.link_Mbps / 1e3},
+        {"latency_us", std::max(0.0, path_us / 2 - lo_lat_us)},
+        {"source",
+         "rate: the emulation's htb rate; latency: half the measured TCP one-way "
+         "time between two hosts less one intra link (a route crosses two of each)"}}},
+      {"fabric",
+       {{"type", "tcp"},
+        {"achievable_fraction", fraction},
+        {"software_latency_us", software_us},
+        {"crosstraffic", false},
+        {"source",
+         "achievable_fraction: mean steady per-flow rate with every host sending to the next at "
+         "once / link rate (frame headers and the reverse flows' ACKs included, so SimGrid's "
+         "crosstraffic is off); software_latency_us: MPI one-way time of 8 bytes less TCP's"}}},
+  };
+  if (c.topology == "two_level") {
+    const double up = l.uplink_Mbps > 0 ? l.uplink_Mbps : c.uplink_Mbps * fraction;
+    j["topology"] = {
+        {"type", "two_level"},
+        {"nodes_per_leaf", c.hosts_per_leaf},
+        {"uplink_GBps", up / 8e3},
+        {"source", "uplink: the summed steady rate of leaf 0's hosts sending across it at once"}};
+  } else {
+    j["topology"] = {{"type", "single_switch"}};
+  }
+  return j;
+}
+
+sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l) {
+  return sim::parse_cluster(cluster_preset(c, l), "emu-" + c.id);
+}
+
+sim::ClusterSpec without_latency(sim::ClusterSpec c) {
+  c.intra_latency_s = c.host_latency_s = c.nic_latency_s = c.switch_latency_s = 0;
+  c.software_latency_s = 0;
+  return c;
+}
+
+sim::KernelModel kernel_model(const nlohmann::json& bench, const std::string& file,
+                              double contention) {
+  sim::KernelModel k;
+  sim::load_kernel_bench(k, bench, file);
+  const nlohmann::json& raw = bench.contains("benchmark") ? bench["benchmark"] : bench;
+  double copy = 0;
+  // Google Benchmark writes custom context values as strings.
+  if (raw.contains("context") && raw["context"].contains("copy_bytes_per_second")) {
+    const nlohmann::json& v = raw["context"]["copy_bytes_per_second"];
+    copy = v.is_number() ? v.get<double>() : std::stod(v.get<std::string>());
+  }
+  k.hbm_Bps = (copy > 0 ? copy : 5e9) / contention;
+  k.efficiency = 1.0;
+  for (double* eps : {&k.compress_eps, &k.unpack_eps, &k.server_eps, &k.compact_eps, &k.mask_eps})
+    *eps /= contention;
+  return k;
+}
+
+}  // namespace clbo::validate

@@ -1,0 +1,148 @@
+#include "clbo/validate/plan.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace clbo::validate {
+
+namespace {
+
+// An op whose algorithm is the benchmark's default runs in the default job; the others
+// (clbo's ring allreduce, the all-to-all compressed allreduce) in the alternative job.
+bool default_algo(const OpSpec& o) {
+  return o.algo.empty() || o.algo == "native" || o.algo == "gather";
+}
+
+// Generous: the slowest case of a job on a loaded machine, a few times over.
+double timeout_for(const ValidationSpec& s, const ClusterConfig& c, size_t ops) {
+  const double bytes = static_cast<double>(c.sizes.max_bytes) * 4;  // binomial ≈ 2 log2(p) x
+  const double calls = static_cast<double>(s.iters + s.warmup + 2);
+  return 120 + 10 * static_cast<double>(ops) * calls * bytes * 8 / (c.link_Mbps * 1e6);
+}
+
+}  // namespace
+
+std::string cluster_dir(const Tools& t, const ClusterConfig& c) {
+  return t.work_dir + "/" + c.id;
+}
+std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host) {
+  return cluster_dir(t, c) + (same_host ? "/pingpong-host.json" : "/pingpong-net.json");
+}
+std::string steps_out(const Tools& t, const ClusterConfig& c) {
+  return cluster_dir(t, c) + "/steps.json";
+}
+std::string steps_experiment_path(const Tools& t, const ClusterConfig& c) {
+  return cluster_dir(t, c) + "/steps-experiment.json";
+}
+
+std::vector<BenchJob> bench_jobs(const ValidationSpec& s, const ClusterConfig& c, const Tools& t) {
+  BenchJob def{"bench-default", {}, cluster_dir(t, c) + "/bench-default.json"};
+  BenchJob alt{"bench-alt", {}, cluster_dir(t, c) + "/bench-alt.json"};
+  for (const OpSpec& o : s.ops) (default_algo(o) ? def : alt).ops.push_back(o);
+  std::vector<BenchJob> jobs;
+  for (BenchJob* j : {&def, &alt})
+    if (!j->ops.empty()) jobs.push_back(*j);
+  return jobs;
+}
+
+nlohmann::json steps_optimizer(const ValidationSpec& s, const std::string& type) {
+  const int64_t f = s.steps.freeze_step;
+  nlohmann::json params = {{"lr", 1e-3}, {"eps", 1e-6}};
+  if (type == "OneBitAdam" || type == "OneBitLamb") params["freeze_step"] = f;
+  if (type == "ZeroOneAdam") {
+    // Phase 1 alternates variance and compressed steps; phase 2 runs local steps with a
+    // sync every second step.
+    params["var_freeze_step"] = f;
+    params["var_update_scaler"] = 1;
+    params["local_step_scaler"] = 1;
+    params["local_step_clipper"] = 2;
+  }
+  if (type == "Slamb") params["local_steps"] = std::max<int64_t>(2, f);
+  return {{"type", type}, {"params", params}};
+}
+
+nlohmann::json steps_experiment(const ValidationSpec& s, const ClusterConfig& c) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const std::string& type : s.steps.optimizers)
+    runs.push_back({{"label", type}, {"optimizer", steps_optimizer(s, type)}});
+  return {
+      {"description", fmt::format("clbo validate: whole optimizer steps on the emulated cluster {} "
+                                  "(generated from {})",
+                                  c.id, s.file)},
+      {"model", "mlp"},
+      {"workers", c.ranks()},
+      {"batch_size", c.ranks() * s.steps.batch_per_worker},
+      {"micro_batch", s.steps.batch_per_worker},
+      {"steps", s.steps.steps},
+      {"eval_every", s.steps.steps},
+      {"seeds", {1}},
+      {"runs", runs}};
+}
+
+nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
+  nlohmann::json clusters = nlohmann::json::array();
+  for (const ClusterConfig& c : s.clusters) {
+    nlohmann::json jobs = nlohmann::json::array();
+    auto pingpong = [&](bool same_host) {
+      return nlohmann::json{
+          {"id", same_host ? "pingpong-host" : "pingpong-net"},
+          {"mpi", true},
+          {"np", 2},
+          {"map_by", same_host ? "slot" : "node"},
+          {"timeout_s", 120},
+          {"argv",
+           {t.clbo, "bench", "collectives", "--backend", "mpi", "--op", "pingpong", "-b", "8", "-e",
+            "8", "-n", "1000", "-w", "50", "-c", "1", "-o", pingpong_out(t, c, same_host)}}};
+    };
+    jobs.push_back(pingpong(false));
+    if (c.ranks_per_host > 1) jobs.push_back(pingpong(true));
+    for (const BenchJob& b : bench_jobs(s, c, t)) {
+      std::vector<std::string> ops, algos;
+      for (const OpSpec& o : b.ops) {
+        if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) ops.push_back(o.op);
+        if (!o.algo.empty()) algos.push_back(o.algo);
+      }
+      nlohmann::json argv = {t.clbo,
+                             "bench",
+                             "collectives",
+                             "--backend",
+                             "mpi",
+                             "--op",
+                             fmt::format("{}", fmt::join(ops, ","))};
+      if (b.id == "bench-alt")
+        argv.insert(argv.end(), {"--algo", fmt::format("{}", fmt::join(algos, ","))});
+      for (const std::string& a :
+           {std::string("-b"), std::to_string(c.sizes.min_bytes), std::string("-e"),
+            std::to_string(c.sizes.max_bytes), std::string("-f"), std::to_string(c.sizes.factor),
+            std::string("-n"), std::to_string(s.iters), std::string("-w"), std::to_string(s.warmup),
+            std::string("-c"), std::string("0"), std::string("-o"), b.out})
+        argv.push_back(a);
+      jobs.push_back({{"id", b.id},
+                      {"mpi", true},
+                      {"np", c.ranks()},
+                      {"timeout_s", timeout_for(s, c, b.ops.size())},
+                      {"argv", argv}});
+    }
+    if (s.steps.enabled && c.steps)
+      jobs.push_back({{"id", "steps"},
+                      {"mpi", true},
+                      {"np", c.ranks()},
+                      {"timeout_s", 600},
+                      {"argv",
+                       {t.clbo, "train", "--backend", "mpi", steps_experiment_path(t, c), "-o",
+                        steps_out(t, c), "--threads", "1", "--quiet"}}});
+    clusters.push_back(
+        {{"id", c.id},
+         {"config", c.to_json()},
+         {"probes", {{"pingpong_count", s.pingpong_count}, {"bulk_seconds", s.bulk_seconds}}},
+         {"jobs", jobs}});
+  }
+  return {{"schema", "clbo.emu.plan/1"},
+          {"work_dir", t.work_dir},
+          {"nice", s.nice},
+          {"clusters", clusters}};
+}
+
+}  // namespace clbo::validate
