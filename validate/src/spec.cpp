@@ -63,7 +63,7 @@ Sizes parse_sizes(const nlohmann::json& obj, const std::string& file, const std:
   Sizes s;
   s.min_bytes = parse_bytes(r, obj, "min", def.min_bytes);
   s.max_bytes = parse_bytes(r, obj, "max", def.max_bytes);
-  s.factor = static_cast<uint64_t>(r.integer("factor", static_cast<int64_t>(def.factor), 2));
+  s.factor = r.integer<uint64_t>("factor", def.factor, 2, 1024);
   r.finish();
   if (s.min_bytes % 64 != 0)
     throw InputError(file, r.field("min"), std::to_string(s.min_bytes),
@@ -129,7 +129,7 @@ void expand_clusters(const nlohmann::json& entries, ValidationSpec& s, const Siz
     std::vector<nlohmann::json> overs = {1};
     int per_leaf = 0;
     if (topo == "two_level") {
-      per_leaf = static_cast<int>(r.integer("hosts_per_leaf", 0, 1));
+      per_leaf = r.integer<int>("hosts_per_leaf", 0, 1, 64);
       if (per_leaf == 0) r.fail("hosts_per_leaf", "required for a two_level topology");
       overs = values(r, e, "oversubscription", 1);
     } else {
@@ -301,14 +301,14 @@ ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string&
   r.ignore("bench");
   if (j.contains("bench")) {
     ConfigReader b(j["bench"], file, "bench");
-    s.iters = b.integer("iters", s.iters, 1);
-    s.warmup = b.integer("warmup", s.warmup, 0);
+    s.iters = b.integer<decltype(s.iters)>("iters", s.iters, 1, 1000000);
+    s.warmup = b.integer<decltype(s.warmup)>("warmup", s.warmup, 0, 1000000);
     b.finish();
   }
   r.ignore("probes");
   if (j.contains("probes")) {
     ConfigReader p(j["probes"], file, "probes");
-    s.pingpong_count = static_cast<int>(p.integer("pingpong_count", s.pingpong_count, 100));
+    s.pingpong_count = p.integer<int>("pingpong_count", s.pingpong_count, 100, 10000000);
     s.bulk_seconds = p.number_in("bulk_seconds", s.bulk_seconds, 0.5, true, 60, true);
     p.finish();
   }
@@ -331,9 +331,11 @@ ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string&
                                      fmt::join(kTypes, ", "), did_you_mean(t, kTypes)));
       s.steps.optimizers.push_back(t);
     }
-    s.steps.steps = st.integer("steps", s.steps.steps, 2);
-    s.steps.batch_per_worker = st.integer("batch_per_worker", s.steps.batch_per_worker, 1);
-    s.steps.freeze_step = st.integer("freeze_step", s.steps.freeze_step, 1);
+    s.steps.steps = st.integer<decltype(s.steps.steps)>("steps", s.steps.steps, 2, 1000000);
+    s.steps.batch_per_worker = st.integer<decltype(s.steps.batch_per_worker)>(
+        "batch_per_worker", s.steps.batch_per_worker, 1, 1 << 20);
+    s.steps.freeze_step =
+        st.integer<decltype(s.steps.freeze_step)>("freeze_step", s.steps.freeze_step, 1, 1000000);
     if (s.steps.freeze_step >= s.steps.steps)
       st.fail("freeze_step", fmt::format("must be below steps = {}, so compressed steps are "
                                          "measured too",
