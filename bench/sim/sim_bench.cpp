@@ -9,7 +9,8 @@
 //   transfers_per_s       per simulator wall second; transfers_per_cpu_s per CPU second
 //   sim_ms                simulated time of the step's communication
 //   peak_rss_MiB          the child's peak memory
-// The budget (issue 4): ≤ 1 s and ≤ 2 GiB per step at 1024 GPUs on one core.
+// The budget docs/simulator.md states: ≤ 1 s and ≤ 2 GiB per step at 1024 GPUs on one core,
+// so a 1024-GPU projection stays interactive.
 //
 // How repeated and symmetric work is reused instead of simulated again:
 //   * a run is never looped step by step: each distinct step kind is simulated once and

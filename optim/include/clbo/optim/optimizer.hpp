@@ -46,7 +46,6 @@ class Optimizer {
   virtual void save_state(std::ostream& out) const = 0;
   virtual void load_state(std::istream& in) = 0;
 
-  // --- additions (optim helper) ---
   // load_state naming `where` (a checkpoint file) in its errors. A state that does not match
   // this optimizer's type, layout, world size or rank, or is truncated, throws InputError and
   // leaves the optimizer unchanged.

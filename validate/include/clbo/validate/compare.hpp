@@ -56,7 +56,8 @@ std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const Clust
                                             double all_pairs, const Calibration* calibration);
 
 // median and max |rel_error| of the bandwidth-bound cases (overall, and per op family), of
-// the latency-bound ones, and of the step cases; with the targets.
+// the latency-bound ones, and of the step cases; with the targets docs/validation.md states
+// (bandwidth-bound: median ≤ 10%, max ≤ 20%; steps within ±15%).
 nlohmann::json summarize(const std::vector<nlohmann::json>& cases);
 
 // The plain-text table printed at the end of a run.
