@@ -5,16 +5,13 @@
 // (bench_kernels_cpu, bench_kernels_cuda), forwarding the arguments it does not know; with
 // -o DIR it writes DIR/kernels-cpu.json (kernels-cuda.json), Google Benchmark's JSON inside a
 // clbo.bench.kernels/1 envelope (results/SCHEMA.md).
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
@@ -32,42 +29,23 @@ struct KernelBenchOptions {
   std::vector<std::string> extra;
 };
 
-fs::path exe_dir() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::current_path() : self.parent_path();
-}
-
 int run_binary(const fs::path& bin, const std::vector<std::string>& args) {
-  std::vector<std::string> all{bin.string()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> argv{bin.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
   clbo::cli::progress("running " + bin.string());
-  pid_t pid = 0;
-  if (posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
-    throw clbo::Error("clbo bench kernels: cannot start " + bin.string());
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return clbo::cli::run_attached(argv, "clbo bench kernels");
 }
 
 // Replaces this process with the collective benchmark, so under mpirun the rank process
 // stays the one mpirun started.
 int exec_collectives(const std::vector<std::string>& args) {
-  const fs::path bin = exe_dir() / "clbo_bench_collectives";
+  const fs::path bin = clbo::cli::sibling_binary("clbo_bench_collectives");
   if (!fs::exists(bin))
     throw clbo::Error("clbo bench collectives: " + bin.string() +
                       " was not built (configure with CLBO_BUILD_BENCH=ON)");
-  std::vector<std::string> all{bin.string()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::cout.flush();
-  execv(bin.c_str(), argv.data());
-  throw clbo::Error("clbo bench collectives: cannot run " + bin.string());
+  std::vector<std::string> argv{bin.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  clbo::cli::exec_replacing(argv, "clbo bench collectives");
 }
 
 // bench_kernels_cpu -> kernels-cpu.json: the name results/bench/ and report/plots/ use.
@@ -81,11 +59,10 @@ int run_kernel_benchmarks(const KernelBenchOptions& o) {
   std::vector<std::string> names;
   if (!o.cuda_only) names.push_back("bench_kernels_cpu");
   if (!o.cpu_only) names.push_back("bench_kernels_cuda");
-  const fs::path dir = exe_dir();
   int worst = 0;
   bool any = false;
   for (const auto& name : names) {
-    const fs::path bin = dir / name;
+    const fs::path bin = clbo::cli::sibling_binary(name);
     if (!fs::exists(bin)) {
       std::cerr << "clbo bench kernels: " << bin.string() << " was not built (CLBO_BUILD_BENCH=ON"
                 << (name == "bench_kernels_cuda" ? " and nvcc at configure time" : "") << ")"
@@ -132,7 +109,7 @@ int run_kernel_benchmarks(const KernelBenchOptions& o) {
     std::cout << "wrote " << target.string() << std::endl;
   }
   if (!any)
-    throw clbo::InputError("clbo bench kernels", "binaries", dir.string(),
+    throw clbo::InputError("clbo bench kernels", "binaries", clbo::cli::sibling_binary("").string(),
                            "no kernel benchmark binary found beside clbo");
   return worst;
 }

@@ -1,10 +1,6 @@
 // `clbo plot`: regenerates every figure (report/plots/plot_all.py, matplotlib) from a results
 // directory. The scripts are found in ./report/plots when run from a checkout, else in the source
 // tree this binary was built from (CLBO_SOURCE_DIR). Returns the script's exit code.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -15,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
 #include "clbo/core/error.hpp"
 #include "cli.hpp"
 
@@ -74,27 +71,17 @@ int run(const PlotArgs& a) {
     all.push_back(name);
   }
   if (a.skip_missing) all.push_back("--skip-missing");
-  std::vector<char*> argv;
-  for (auto& s : all) argv.push_back(s.data());
-  argv.push_back(nullptr);
   // The scripts live in the source tree; keep it free of __pycache__.
   ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
   clbo::cli::progress("plotting " + a.results + " -> " + a.out + " (" + all[1] + ")");
-  pid_t pid = 0;
-  if (const int err = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ))
-    throw clbo::Error("clbo plot: cannot start " + python + ": " + std::strerror(err));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  const int code = clbo::cli::run_attached(all, "clbo plot");
+  if (code == 0) return 0;
   // plot_all.py exits 2 without matplotlib after printing which package to install; any
   // other failure of the interpreter is named here, since it may have printed nothing.
-  const std::string how = WIFSIGNALED(status)
-                              ? std::string("was killed by signal ") + strsignal(WTERMSIG(status))
-                              : "exited with status " + std::to_string(WEXITSTATUS(status));
-  std::cerr << "clbo: error: plot: the interpreter --python " << python << " " << how << " running "
-            << all[1] << " (its own messages, if any, are above)" << std::endl;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::cerr << "clbo: error: plot: the interpreter --python " << python << " "
+            << clbo::cli::describe_exit(code) << " running " << all[1]
+            << " (its own messages, if any, are above)" << std::endl;
+  return code;
 }
 
 clbo::cli::Registrar reg(

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "child_process.hpp"
 #include "clbo/core/json_reader.hpp"
 #include "cli.hpp"
 #include "train_run.hpp"
@@ -43,21 +44,14 @@ int run_summary(const clbo::cli::TrainArgs& a) {
 // Replaces this process with clbo_train_mpi, so under mpirun the rank process stays the one
 // mpirun started; every argument but --backend passes on.
 int exec_mpi(const std::vector<std::string>& args) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const fs::path bin = (ec ? fs::current_path() : self.parent_path()) / "clbo_train_mpi";
+  const fs::path bin = clbo::cli::sibling_binary("clbo_train_mpi");
   if (!fs::exists(bin))
     throw clbo::InputError(
         "<command line>", "--backend", "mpi",
         bin.string() + " was not built (configure with OpenMPI present: libopenmpi-dev)");
-  std::vector<std::string> all{bin.string()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : all) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::cout.flush();
-  execv(bin.c_str(), argv.data());
-  throw clbo::Error("clbo train: cannot run " + bin.string());
+  std::vector<std::string> argv{bin.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  clbo::cli::exec_replacing(argv, "clbo train");
 }
 
 std::vector<std::string> forwarded_args(const clbo::cli::TrainArgs& a) {

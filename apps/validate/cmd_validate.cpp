@@ -70,31 +70,13 @@ fs::path find_emu() {
 // Runs argv to the end in its own process group, its output going to `log` ("" = our
 // stderr, for the emulation's progress lines); returns its exit code.
 int run(const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<std::string> copy = argv;
-  std::vector<char*> args;
-  for (auto& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
   std::cout.flush();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw clbo::Error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    const int fd =
-        log.empty() ? ::dup(2) : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(127);
-    ::execv(args[0], args.data());
-    const std::string msg = std::string("clbo validate: cannot run ") + args[0] + "\n";
-    (void)!::write(2, msg.data(), msg.size());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
+  const pid_t pid = clbo::cli::start_child("", argv, "", log.empty() ? "-" : log);
   g_child = pid;
   if (g_signal) ::kill(-pid, SIGTERM);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int code = clbo::cli::wait_exit_code(pid);
   g_child = 0;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return code;
 }
 
 void stop_if_signalled() {
