@@ -60,7 +60,7 @@ int run(const Args& a) {
   clbo::sim::SimulateOptions opt;
   if (!a.quiet) opt.progress = progress_bar;
   if (!a.quiet) clbo::cli::progress("simulating " + file);
-  nlohmann::json results = clbo::sim::run_experiment(spec, file, opt);
+  nlohmann::json results = clbo::sim::simulate_experiment(spec, file, opt);
   clbo::report::attach_paper_rows(results, file);
   clbo::write_json_atomic(out, results);
   std::cout << clbo::sim::results_table(results);

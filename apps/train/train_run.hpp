@@ -101,7 +101,7 @@ inline int run_train(const TrainArgs& a, train::Workers* workers = nullptr) {
   opts.threads = a.threads;
   opts.workers = workers;
   if (!a.quiet && root) opts.progress = train_progress;
-  const nlohmann::json result = train::run_experiment(spec, data, opts);
+  const nlohmann::json result = train::train_experiment(spec, data, opts);
   if (!root) return result["status"] == "complete" || result["error"].is_null() ? 0 : 3;
   write_json_atomic(out, result);
   train_progress(fmt::format("wrote {} (status {}, {:.1f} s)", out,

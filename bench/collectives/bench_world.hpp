@@ -1,5 +1,5 @@
 // Internals of `clbo bench collectives` shared by the driver and the backends: the resolved
-// plan, one rank's operations (RankOps, implemented per backend), deterministic inputs and
+// run, one rank's operations (RankOps, implemented per backend), deterministic inputs and
 // their expected results.
 #pragma once
 #include <cstdint>
@@ -12,7 +12,9 @@
 
 namespace clbo::bench {
 
-struct Plan {
+// What one benchmark run measures: the validated flags, the ops and the message sizes of the
+// sweep, and the element size of the datatype.
+struct Sweep {
   CollectiveBenchConfig cfg;
   std::vector<Op> ops;
   std::vector<uint64_t> sizes;  // bytes, ascending
@@ -58,9 +60,9 @@ class RankOps {
   virtual nlohmann::json describe() const = 0;
 };
 
-// Runs the sweep of `plan` on this rank; rank 0 prints each row as it completes and gets
+// Runs the sweep of `run` on this rank; rank 0 prints each row as it completes and gets
 // every row back (other ranks get an empty vector).
-std::vector<Row> sweep(RankOps& ops, const Plan& plan);
+std::vector<Row> sweep(RankOps& ops, const Sweep& run);
 
 // ---- deterministic inputs --------------------------------------------------------------
 
@@ -81,8 +83,8 @@ inline uint8_t pattern_byte(int sender, int block, size_t i) {
 const std::vector<float>& reference_compressed(int p, size_t n, uint64_t seed);
 
 // The backends.
-std::vector<Row> run_local_backend(const Plan& plan, nlohmann::json& describe);
-std::vector<Row> run_mpi_backend(const Plan& plan, nlohmann::json& describe, bool& is_root);
-std::vector<Row> run_nccl_backend(const Plan& plan, nlohmann::json& describe, bool& is_root);
+std::vector<Row> run_local_backend(const Sweep& run, nlohmann::json& describe);
+std::vector<Row> run_mpi_backend(const Sweep& run, nlohmann::json& describe, bool& is_root);
+std::vector<Row> run_nccl_backend(const Sweep& run, nlohmann::json& describe, bool& is_root);
 
 }  // namespace clbo::bench

@@ -67,21 +67,21 @@ double bus_factor(Op op, int p) {
   return op == Op::kAllreduce ? 2.0 * (q - 1) / q : (q - 1) / q;
 }
 
-bool chose(const Plan& plan, const char* algo) {
-  const auto v = split_commas(plan.cfg.algo);
+bool chose(const Sweep& run, const char* algo) {
+  const auto v = split_commas(run.cfg.algo);
   return std::find(v.begin(), v.end(), algo) != v.end();
 }
 
-// The algorithm that carries `op` on the plan's backend, as reported in table and JSON.
-std::string algorithm_of(const Plan& plan, Op op) {
-  const std::string& b = plan.cfg.backend;
+// The algorithm that carries `op` on the run's backend, as reported in table and JSON.
+std::string algorithm_of(const Sweep& run, Op op) {
+  const std::string& b = run.cfg.backend;
   switch (op) {
     case Op::kAllreduce:
-      if (b == "mpi") return chose(plan, "ring") ? "ring" : "MPI_Allreduce";
+      if (b == "mpi") return chose(run, "ring") ? "ring" : "MPI_Allreduce";
       return b == "nccl" ? "ncclAllReduce" : "ring";
     case Op::kCompressed:
       if (b == "mpi")
-        return chose(plan, "alltoall")
+        return chose(run, "alltoall")
                    ? "onebit_two_phase (MPI_Alltoall)"
                    : "onebit_two_phase (DeepSpeed MPI: p x MPI_Igather, MPI_Allgather)";
       return b == "nccl" ? "onebit_two_phase (grouped send/recv, ncclAllGather, fused GPU kernels)"
@@ -98,12 +98,12 @@ std::string algorithm_of(const Plan& plan, Op op) {
   return "";
 }
 
-void print_header(const Plan& plan, Op op, int p) {
+void print_header(const Sweep& run, Op op, int p) {
   std::printf("# op %s  backend %s  p %d  type %s  iters %lld  warmup %lld  check %s\n",
-              op_name(op), plan.cfg.backend.c_str(), p, plan.cfg.dtype.c_str(),
-              static_cast<long long>(plan.cfg.iters), static_cast<long long>(plan.cfg.warmup),
-              plan.cfg.check ? "on" : "off");
-  std::printf("# algorithm: %s\n", algorithm_of(plan, op).c_str());
+              op_name(op), run.cfg.backend.c_str(), p, run.cfg.dtype.c_str(),
+              static_cast<long long>(run.cfg.iters), static_cast<long long>(run.cfg.warmup),
+              run.cfg.check ? "on" : "off");
+  std::printf("# algorithm: %s\n", algorithm_of(run, op).c_str());
   if (op == Op::kCompressed || op == Op::kSparse)
     std::printf(
         "# eq_busbw = size*2(p-1)/p / time: the busbw an uncompressed allreduce would "
@@ -131,25 +131,25 @@ Bandwidths bandwidths(const Row& row, int p) {
   return b;
 }
 
-void print_row(const Plan& plan, const Row& row, int p) {
+void print_row(const Sweep& run, const Row& row, int p) {
   const Bandwidths b = bandwidths(row, p);
   const std::string eq = b.eq_busbw < 0 ? "-" : fmt::format("{:.3f}", b.eq_busbw);
   std::printf("  %12llu %12zu %6s %12.2f %11.3f %11.3f %14s %14llu %7llu\n",
-              static_cast<unsigned long long>(row.bytes), row.count, plan.cfg.dtype.c_str(),
+              static_cast<unsigned long long>(row.bytes), row.count, run.cfg.dtype.c_str(),
               row.time_us, b.algbw, b.busbw, eq.c_str(),
               static_cast<unsigned long long>(row.wire_bytes),
               static_cast<unsigned long long>(row.wrong));
   std::fflush(stdout);
 }
 
-nlohmann::json row_json(const Plan& plan, const Row& row, int p) {
+nlohmann::json row_json(const Sweep& run, const Row& row, int p) {
   const Bandwidths b = bandwidths(row, p);
   nlohmann::json j;
   j["op"] = op_name(row.op);
-  j["algorithm"] = algorithm_of(plan, row.op);
+  j["algorithm"] = algorithm_of(run, row.op);
   j["size_bytes"] = row.bytes;
   j["count"] = row.count;
-  j["type"] = plan.cfg.dtype;
+  j["type"] = run.cfg.dtype;
   j["time_us"] = row.time_us;
   j["algbw_GBps"] = b.algbw;
   j["busbw_GBps"] = b.busbw;
@@ -313,41 +313,41 @@ void validate(const CollectiveBenchConfig& c) {
                                      o, c.ranks, c.dtype, elem * static_cast<size_t>(c.ranks)));
 }
 
-std::vector<Row> sweep(RankOps& ops, const Plan& plan) {
+std::vector<Row> sweep(RankOps& ops, const Sweep& run) {
   using clock = std::chrono::steady_clock;
   const int p = ops.size();
   const bool root = ops.rank() == 0;
   std::vector<Row> rows;
-  for (Op op : plan.ops) {
-    if (root) print_header(plan, op, p);
-    for (uint64_t bytes : plan.sizes) {
+  for (Op op : run.ops) {
+    if (root) print_header(run, op, p);
+    for (uint64_t bytes : run.sizes) {
       Row row;
       row.op = op;
       row.bytes = bytes;
-      row.count = count_for(op, bytes, plan.elem_bytes, p);
-      row.bytes = row.count * plan.elem_bytes;  // what really moves (alltoall rounds down)
+      row.count = count_for(op, bytes, run.elem_bytes, p);
+      row.bytes = row.count * run.elem_bytes;  // what really moves (alltoall rounds down)
       if (row.count == 0)
-        throw InputError(kWhere, "-b", plan.cfg.min_bytes,
+        throw InputError(kWhere, "-b", run.cfg.min_bytes,
                          fmt::format("too small for {} at p = {} (needs at least {} bytes)",
-                                     op_name(op), p, plan.elem_bytes * static_cast<size_t>(p)));
+                                     op_name(op), p, run.elem_bytes * static_cast<size_t>(p)));
       if (op == Op::kPingpong && p < 2)
         throw InputError(kWhere, "--op", "pingpong", "needs at least 2 ranks");
       ops.setup(op, row.count);
-      if (plan.cfg.check) row.wrong = ops.sum_over_ranks(ops.run_checked());
+      if (run.cfg.check) row.wrong = ops.sum_over_ranks(ops.run_checked());
       row.wire_bytes = ops.max_over_ranks_u64(ops.run_counted());
       ops.prepare_timing();
-      for (int64_t w = 0; w < plan.cfg.warmup; ++w) ops.run();
+      for (int64_t w = 0; w < run.cfg.warmup; ++w) ops.run();
       ops.finish();
       ops.barrier();
       const auto t0 = clock::now();
-      for (int64_t i = 0; i < plan.cfg.iters; ++i) ops.run();
+      for (int64_t i = 0; i < run.cfg.iters; ++i) ops.run();
       ops.finish();
       double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count() /
-                  static_cast<double>(plan.cfg.iters);
+                  static_cast<double>(run.cfg.iters);
       if (op == Op::kPingpong) us /= 2;  // one call is a round trip
       row.time_us = ops.max_over_ranks(us);
       if (root) {
-        print_row(plan, row, p);
+        print_row(run, row, p);
         rows.push_back(row);
       }
     }
@@ -408,14 +408,14 @@ const std::vector<float>& reference_compressed(int p, size_t n, uint64_t seed) {
 int run_collective_bench(const CollectiveBenchConfig& cfg) {
   validate(cfg);
   if (!cfg.out.empty()) check_output_path(cfg.out, "--out");  // before any measurement
-  Plan plan;
-  plan.cfg = cfg;
+  Sweep run;
+  run.cfg = cfg;
   const auto names = split_commas(join(cfg.ops, ","));
-  for (const auto& o : names) plan.ops.push_back(op_from_name(o));
-  plan.elem_bytes = dtype_size(cfg.dtype);
+  for (const auto& o : names) run.ops.push_back(op_from_name(o));
+  run.elem_bytes = dtype_size(cfg.dtype);
   const uint64_t lo = parse_size(cfg.min_bytes, "-b"), hi = parse_size(cfg.max_bytes, "-e");
   for (uint64_t s = lo; s <= hi; s *= static_cast<uint64_t>(cfg.step_factor)) {
-    plan.sizes.push_back(s);
+    run.sizes.push_back(s);
     if (s > hi / static_cast<uint64_t>(cfg.step_factor)) break;
   }
 
@@ -423,11 +423,11 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
   bool root = true;
   std::vector<Row> rows;
   if (cfg.backend == "local")
-    rows = run_local_backend(plan, describe);
+    rows = run_local_backend(run, describe);
   else if (cfg.backend == "mpi")
-    rows = run_mpi_backend(plan, describe, root);
+    rows = run_mpi_backend(run, describe, root);
   else
-    rows = run_nccl_backend(plan, describe, root);
+    rows = run_nccl_backend(run, describe, root);
   if (!root) return 0;
 
   const int p = describe.value("p", 1);
@@ -463,7 +463,7 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
       {"wire_bytes", "bytes one call sent per rank as the backend counts them (max over ranks)"},
       {"wrong", "elements differing from the expected result in one checked call (all ranks)"}};
   nlohmann::json jrows = nlohmann::json::array();
-  for (const Row& r : rows) jrows.push_back(row_json(plan, r, p));
+  for (const Row& r : rows) jrows.push_back(row_json(run, r, p));
   result["rows"] = jrows;
   result["comparisons"] = comparisons(rows);
   uint64_t wrong = 0;

@@ -24,8 +24,8 @@ constexpr int kTagPingpong = 1000;  // user point-to-point range (communicator.h
 
 // Everything in the configuration that every rank must share, by option name, so a
 // mismatch names the option.
-Settings shared_settings(const Plan& plan) {
-  const auto& c = plan.cfg;
+Settings shared_settings(const Sweep& run) {
+  const auto& c = run.cfg;
   Settings s;
   s.add("--op", fmt::format("{}", fmt::join(c.ops, ",")));
   s.add("--backend", c.backend);
@@ -44,7 +44,7 @@ Settings shared_settings(const Plan& plan) {
 
 class HostOps final : public RankOps {
  public:
-  HostOps(Communicator& comm, const Plan& plan) : comm_(comm), plan_(plan) {
+  HostOps(Communicator& comm, const Sweep& run) : comm_(comm), sweep_(run) {
 #ifdef CLBO_WITH_MPI_BACKEND
     mpi_ = dynamic_cast<MpiCommunicator*>(&comm);
 #endif
@@ -80,10 +80,10 @@ class HostOps final : public RankOps {
     count_ = count;
     const int p = size();
     if (op == Op::kPingpong) {
-      send_.assign(count * plan_.elem_bytes, 0);
-      recv_.assign(count * plan_.elem_bytes, 0);
+      send_.assign(count * sweep_.elem_bytes, 0);
+      recv_.assign(count * sweep_.elem_bytes, 0);
     } else if (op == Op::kAlltoall || op == Op::kAllgather) {
-      const size_t bytes = count * plan_.elem_bytes;
+      const size_t bytes = count * sweep_.elem_bytes;
       send_.assign(op == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p), 0);
       recv_.assign(bytes, 0);
     } else {
@@ -91,7 +91,7 @@ class HostOps final : public RankOps {
     }
     if (op == Op::kSparse) {
       mask_.assign((count + 7) / 8, 0);
-      kernels::random_mask(plan_.cfg.seed, 1, plan_.cfg.sparse_k, 0, count, mask_.data());
+      kernels::random_mask(sweep_.cfg.seed, 1, sweep_.cfg.sparse_k, 0, count, mask_.data());
     }
     state_ = OnebitState{};
 #ifdef CLBO_WITH_MPI_BACKEND
@@ -99,8 +99,8 @@ class HostOps final : public RankOps {
       // Every rank must run the same op, size and configuration; a mismatch fails all ranks
       // here, before any payload. The timed calls then skip their per-call header.
       mpi_->set_check_headers(true);
-      const Settings settings = shared_settings(plan_);
-      mpi_->agree(CallHeader::make(op_name(op), count, plan_.elem_bytes, settings.hash()),
+      const Settings settings = shared_settings(sweep_);
+      mpi_->agree(CallHeader::make(op_name(op), count, sweep_.elem_bytes, settings.hash()),
                   &settings);
       mpi_->set_check_headers(false);
     }
@@ -126,7 +126,7 @@ class HostOps final : public RankOps {
         }
         break;
       case Op::kCompressed: {
-        const auto& want = reference_compressed(p, count_, plan_.cfg.seed);
+        const auto& want = reference_compressed(p, count_, sweep_.cfg.seed);
         for (size_t i = 0; i < count_; ++i) wrong += std::memcmp(&buf_[i], &want[i], 4) != 0;
         break;
       }
@@ -140,14 +140,14 @@ class HostOps final : public RankOps {
                 op_ == Op::kAlltoall ? pattern_byte(j, r, i) : pattern_byte(j, 0, i);
             wrong += recv_[static_cast<size_t>(j) * block + i] != want;
           }
-        wrong /= plan_.elem_bytes;  // count elements, not bytes (an element is wrong once)
+        wrong /= sweep_.elem_bytes;  // count elements, not bytes (an element is wrong once)
         break;
       }
       case Op::kPingpong:
         // Rank 1 received rank 0's pattern and rank 0 got it back.
         if (r <= 1)
           for (size_t i = 0; i < recv_.size(); ++i) wrong += recv_[i] != pattern_byte(0, 1, i);
-        wrong /= plan_.elem_bytes;
+        wrong /= sweep_.elem_bytes;
         break;
     }
     return wrong;
@@ -171,7 +171,7 @@ class HostOps final : public RankOps {
   // keeps running on its check input, whose magnitude it preserves.
   void prepare_timing() override {
     if (op_ == Op::kAllreduce || op_ == Op::kSparse) std::fill(buf_.begin(), buf_.end(), 0.0f);
-    if (op_ == Op::kCompressed) fill_uniform(buf_.data(), count_, plan_.cfg.seed, rank());
+    if (op_ == Op::kCompressed) fill_uniform(buf_.data(), count_, sweep_.cfg.seed, rank());
   }
 
   void run() override {
@@ -207,7 +207,7 @@ class HostOps final : public RankOps {
         for (size_t i = 0; i < count_; ++i) buf_[i] = dense_check_value(r, i);
         break;
       case Op::kCompressed:
-        fill_uniform(buf_.data(), count_, plan_.cfg.seed, r);
+        fill_uniform(buf_.data(), count_, sweep_.cfg.seed, r);
         state_ = OnebitState{};
         break;
       case Op::kAlltoall: {
@@ -229,11 +229,11 @@ class HostOps final : public RankOps {
   }
 
   bool uses_algo(const std::string& name) const {
-    return ("," + plan_.cfg.algo + ",").find("," + name + ",") != std::string::npos;
+    return ("," + sweep_.cfg.algo + ",").find("," + name + ",") != std::string::npos;
   }
 
   DType wire() const {
-    return plan_.cfg.dtype == "half" ? DType::kF16 : DType::kF32;
+    return sweep_.cfg.dtype == "half" ? DType::kF16 : DType::kF32;
   }
 
   // One call of the op on `c` (the rank's communicator, or a counting wrapper of it).
@@ -281,7 +281,7 @@ class HostOps final : public RankOps {
   }
 
   Communicator& comm_;
-  const Plan& plan_;
+  const Sweep& sweep_;
 #ifdef CLBO_WITH_MPI_BACKEND
   MpiCommunicator* mpi_ = nullptr;
 #endif
@@ -294,12 +294,12 @@ class HostOps final : public RankOps {
 
 }  // namespace
 
-std::vector<Row> run_local_backend(const Plan& plan, nlohmann::json& describe) {
+std::vector<Row> run_local_backend(const Sweep& run, nlohmann::json& describe) {
   std::vector<Row> rows;
   std::mutex mu;
-  run_local(static_cast<int>(plan.cfg.ranks), [&](Communicator& comm) {
-    HostOps ops(comm, plan);
-    auto mine = sweep(ops, plan);
+  run_local(static_cast<int>(run.cfg.ranks), [&](Communicator& comm) {
+    HostOps ops(comm, run);
+    auto mine = sweep(ops, run);
     if (comm.rank() == 0) {
       std::lock_guard lock(mu);
       rows = std::move(mine);
@@ -309,18 +309,18 @@ std::vector<Row> run_local_backend(const Plan& plan, nlohmann::json& describe) {
   return rows;
 }
 
-std::vector<Row> run_mpi_backend(const Plan& plan, nlohmann::json& describe, bool& is_root) {
+std::vector<Row> run_mpi_backend(const Sweep& run, nlohmann::json& describe, bool& is_root) {
 #ifdef CLBO_WITH_MPI_BACKEND
   MpiSession session;
   MpiOptions options;
-  options.timeout_s = plan.cfg.timeout_s;
+  options.timeout_s = run.cfg.timeout_s;
   MpiCommunicator comm(MPI_COMM_WORLD, options);
   // One header exchange per size (in setup) guards the whole timed loop, so the timed calls
   // themselves run without per-call header checks, as nccl-tests times bare collectives.
-  HostOps ops(comm, plan);
+  HostOps ops(comm, run);
   is_root = comm.rank() == 0;
   try {
-    std::vector<Row> rows = sweep(ops, plan);
+    std::vector<Row> rows = sweep(ops, run);
     describe = ops.describe();
     return rows;
   } catch (const std::exception& e) {
@@ -329,13 +329,13 @@ std::vector<Row> run_mpi_backend(const Plan& plan, nlohmann::json& describe, boo
     MpiSession::abort_job(exception_text(e), 1);
   }
 #else
-  (void)plan, (void)describe, (void)is_root;
+  (void)run, (void)describe, (void)is_root;
   throw Error("clbo bench collectives: built without MPI");
 #endif
 }
 
 #ifndef CLBO_WITH_NCCL_BACKEND
-std::vector<Row> run_nccl_backend(const Plan&, nlohmann::json&, bool&) {
+std::vector<Row> run_nccl_backend(const Sweep&, nlohmann::json&, bool&) {
   throw Error("clbo bench collectives: this clbo was built without NCCL");
 }
 #endif

@@ -27,8 +27,8 @@ namespace {
 
 using cuda::DeviceBuffer;
 
-uint64_t config_hash(const Plan& plan) {
-  const auto& c = plan.cfg;
+uint64_t config_hash(const Sweep& run) {
+  const auto& c = run.cfg;
   const std::string text = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", fmt::join(c.ops, ","),
                                        c.dtype, c.min_bytes, c.max_bytes, c.step_factor, c.iters,
                                        c.warmup, c.check, c.sparse_k, c.seed, c.backend);
@@ -39,8 +39,8 @@ uint64_t config_hash(const Plan& plan) {
 
 class NcclOps final : public RankOps {
  public:
-  NcclOps(NcclCommunicator& comm, const Plan& plan, std::string bootstrap)
-      : comm_(comm), plan_(plan), bootstrap_(std::move(bootstrap)) {
+  NcclOps(NcclCommunicator& comm, const Sweep& run, std::string bootstrap)
+      : comm_(comm), sweep_(run), bootstrap_(std::move(bootstrap)) {
     gather_.resize(static_cast<size_t>(comm.size()) * 2);
   }
 
@@ -69,7 +69,7 @@ class NcclOps final : public RankOps {
     count_ = count;
     const int p = size();
     if (op == Op::kAlltoall || op == Op::kAllgather) {
-      const size_t bytes = count * plan_.elem_bytes;
+      const size_t bytes = count * sweep_.elem_bytes;
       send_.resize(op == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p));
       recv_.resize(bytes);
     } else if (half_buffer()) {
@@ -80,14 +80,14 @@ class NcclOps final : public RankOps {
     if (op == Op::kSparse) {
       mask_.resize((count + 7) / 8);
       scratch_.resize(count);
-      cuda::random_mask(plan_.cfg.seed, 1, plan_.cfg.sparse_k, 0, count, mask_.data(),
+      cuda::random_mask(sweep_.cfg.seed, 1, sweep_.cfg.sparse_k, 0, count, mask_.data(),
                         comm_.stream());
       comm_.synchronize();
       host_mask_ = mask_.download();
     }
     state_ = DeviceOnebitState{};
     comm_.options().check_headers = true;
-    comm_.agree(op_name(op), count, plan_.elem_bytes, config_hash(plan_));
+    comm_.agree(op_name(op), count, sweep_.elem_bytes, config_hash(sweep_));
     comm_.options().check_headers = false;  // the per-size agreement covers the timed calls
   }
 
@@ -114,7 +114,7 @@ class NcclOps final : public RankOps {
       }
       case Op::kCompressed: {
         const auto got = buf_.download();
-        const auto& want = reference_compressed(p, count_, plan_.cfg.seed);
+        const auto& want = reference_compressed(p, count_, sweep_.cfg.seed);
         for (size_t i = 0; i < count_; ++i) wrong += std::memcmp(&got[i], &want[i], 4) != 0;
         break;
       }
@@ -129,7 +129,7 @@ class NcclOps final : public RankOps {
                 op_ == Op::kAlltoall ? pattern_byte(j, r, i) : pattern_byte(j, 0, i);
             wrong += got[static_cast<size_t>(j) * block + i] != want;
           }
-        wrong /= plan_.elem_bytes;
+        wrong /= sweep_.elem_bytes;
         break;
       }
       case Op::kPingpong:  // not offered on nccl (validate)
@@ -171,8 +171,8 @@ class NcclOps final : public RankOps {
 
  private:
   // fp16 allreduce runs on an fp16 device buffer, as nccl-tests' -d half does.
-  bool half_buffer() const { return op_ == Op::kAllreduce && plan_.cfg.dtype == "half"; }
-  DType wire() const { return plan_.cfg.dtype == "half" ? DType::kF16 : DType::kF32; }
+  bool half_buffer() const { return op_ == Op::kAllreduce && sweep_.cfg.dtype == "half"; }
+  DType wire() const { return sweep_.cfg.dtype == "half" ? DType::kF16 : DType::kF32; }
 
   std::vector<uint64_t> gather(const void* value8) {
     uint64_t v;
@@ -207,7 +207,7 @@ class NcclOps final : public RankOps {
   }
   void upload_uniform() {
     std::vector<float> x(count_);
-    fill_uniform(x.data(), count_, plan_.cfg.seed, rank());
+    fill_uniform(x.data(), count_, sweep_.cfg.seed, rank());
     buf_.upload(x);
   }
 
@@ -273,7 +273,7 @@ class NcclOps final : public RankOps {
   }
 
   NcclCommunicator& comm_;
-  const Plan& plan_;
+  const Sweep& sweep_;
   std::string bootstrap_;
   Op op_ = Op::kAllreduce;
   size_t count_ = 0;
@@ -292,7 +292,7 @@ int env_int(const char* name, int fallback) {
 
 }  // namespace
 
-std::vector<Row> run_nccl_backend(const Plan& plan, nlohmann::json& describe, bool& is_root) {
+std::vector<Row> run_nccl_backend(const Sweep& run, nlohmann::json& describe, bool& is_root) {
   if (cuda::device_count() == 0)
     throw Error("nccl backend: no CUDA device: " + cuda::unavailable_reason());
   const int world = env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 0));
@@ -308,16 +308,16 @@ std::vector<Row> run_nccl_backend(const Plan& plan, nlohmann::json& describe, bo
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
     const int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", rank);
     NcclCommunicator comm(rank, size, id, local % cuda::device_count());
-    NcclOps ops(comm, plan, "mpi");
+    NcclOps ops(comm, run, "mpi");
     is_root = rank == 0;
-    auto rows = sweep(ops, plan);
+    auto rows = sweep(ops, run);
     describe = ops.describe();
     return rows;
 #else
     throw Error("nccl backend: started under mpirun, but this clbo was built without MPI");
 #endif
   }
-  const int ngpus = static_cast<int>(plan.cfg.ngpus);
+  const int ngpus = static_cast<int>(run.cfg.ngpus);
   if (ngpus > cuda::device_count())
     throw InputError("clbo bench collectives", "--ngpus", std::to_string(ngpus),
                      fmt::format("only {} CUDA device(s) visible", cuda::device_count()));
@@ -326,8 +326,8 @@ std::vector<Row> run_nccl_backend(const Plan& plan, nlohmann::json& describe, bo
   std::vector<Row> rows;
   std::mutex mu;
   run_nccl_single_process(devices, [&](NcclCommunicator& comm) {
-    NcclOps ops(comm, plan, "single_process");
-    auto mine = sweep(ops, plan);
+    NcclOps ops(comm, run, "single_process");
+    auto mine = sweep(ops, run);
     if (comm.rank() == 0) {
       std::lock_guard lock(mu);
       rows = std::move(mine);

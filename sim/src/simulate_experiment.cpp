@@ -18,8 +18,8 @@
 
 namespace clbo::sim {
 
-nlohmann::json run_experiment(const nlohmann::json& spec_json, const std::string& file,
-                              const SimulateOptions& options) {
+nlohmann::json simulate_experiment(const nlohmann::json& spec_json, const std::string& file,
+                                   const SimulateOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
   const ExperimentSpec spec = parse_experiment_spec(spec_json, file);
 

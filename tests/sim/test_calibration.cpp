@@ -12,7 +12,7 @@ using namespace clbo;
 TEST(Calibration, Table1RowsWithin15Percent) {
   const std::string file =
       std::string(CLBO_SOURCE_DIR) + "/experiments/sim/table1-calibration.json";
-  nlohmann::json results = sim::run_experiment(load_json_file(file), file);
+  nlohmann::json results = sim::simulate_experiment(load_json_file(file), file);
   report::attach_paper_rows(results, file);
   ASSERT_EQ(results["runs"].size(), 13u);
   for (const auto& run : results["runs"]) {

@@ -228,7 +228,7 @@ TEST(Implementation, SpecsRunEveryListedProfileAndEntriesMayFixTheirOwn) {
       {{"label", "fixed"},
        {"implementation", "clbo"},
        {"optimizer", {{"type", "OneBitAdam"}, {"params", {{"freeze_step", 2}}}}}});
-  const json r = run_experiment(spec, "t.json");
+  const json r = simulate_experiment(spec, "t.json");
   ASSERT_EQ(r["runs"].size(), 5u);  // Adam ×2, 1-bit Adam ×2, fixed ×1
   std::map<std::string, const json*> by;
   for (const auto& run : r["runs"])

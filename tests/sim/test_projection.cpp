@@ -30,7 +30,7 @@ json spec(json optimizers, int64_t steps, json extra = json::object()) {
 }  // namespace
 
 TEST(Projection, HeadlineVolumeRatiosComeFromSimulatedBytes) {
-  const json results = run_experiment(
+  const json results = simulate_experiment(
       spec({opt("Adam", "Adam", json::object()),
             opt("1-bit Adam", "OneBitAdam", {{"freeze_step", 150}}, "Adam"),
             opt("LAMB", "Lamb", json::object()),
@@ -97,9 +97,9 @@ TEST(Projection, SlambHasPlainAndSyncSteps) {
 
 TEST(Projection, OverlapHidesTheBucketedGradientAllreduce) {
   const json adam = json::array({opt("Adam", "Adam", json::object())});
-  const json plain = run_experiment(spec(adam, 1), "t.json");
+  const json plain = simulate_experiment(spec(adam, 1), "t.json");
   const json over =
-      run_experiment(spec(adam, 1, {{"overlap_backward", true}, {"bucket_mb", 25}}), "t.json");
+      simulate_experiment(spec(adam, 1, {{"overlap_backward", true}, {"bucket_mb", 25}}), "t.json");
   const json& a = plain["runs"][0]["step_kinds"][0]["simulated"];
   const json& b = over["runs"][0]["step_kinds"][0]["simulated"];
   EXPECT_LT(b["time_ms"].get<double>(), a["time_ms"].get<double>());
@@ -126,7 +126,7 @@ TEST(Projection, ResultsAreDeterministicExceptTiming) {
   const json s = spec({opt("Adam", "Adam", json::object()),
                        opt("0/1 Adam", "ZeroOneAdam", {{"var_freeze_step", 50}}, "Adam")},
                       200);
-  const json a = run_experiment(s, "t.json"), b = run_experiment(s, "t.json");
+  const json a = simulate_experiment(s, "t.json"), b = simulate_experiment(s, "t.json");
   EXPECT_EQ(without_timing(a).dump(), without_timing(b).dump());
   EXPECT_TRUE(a.contains("environment"));
   EXPECT_EQ(a["config"], s);
@@ -134,7 +134,7 @@ TEST(Projection, ResultsAreDeterministicExceptTiming) {
 }
 
 TEST(Projection, MpiBackendAndScalingEfficiency) {
-  const json r = run_experiment(
+  const json r = simulate_experiment(
       spec({opt("1-bit Adam", "OneBitAdam", {{"freeze_step", 1}})}, 2, {{"backend", "mpi"}}),
       "t.json");
   const json& k = r["runs"][0]["step_kinds"][1]["simulated"];
@@ -147,7 +147,7 @@ TEST(Projection, MpiBackendAndScalingEfficiency) {
 TEST(Projection, BadExperimentsNameFileFieldAndValue) {
   auto expect_input = [](const json& s, const std::string& field, const std::string& value) {
     try {
-      run_experiment(s, "bad.json");
+      simulate_experiment(s, "bad.json");
       ADD_FAILURE() << "expected an InputError for " << field;
     } catch (const InputError& e) {
       EXPECT_EQ(e.where(), "bad.json") << e.what();
@@ -171,7 +171,7 @@ TEST(Projection, BadExperimentsNameFileFieldAndValue) {
   expect_input(s, "simulate.clusters[0]", "dgx-h100");
   s = spec(json::array({opt("x", "TwoBitAdam", json::object())}), 1);
   try {
-    run_experiment(s, "bad.json");
+    simulate_experiment(s, "bad.json");
     ADD_FAILURE();
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "bad.json");

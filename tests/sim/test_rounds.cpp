@@ -37,15 +37,15 @@ std::pair<int64_t, int64_t> rounds_from_kinds(const json& run) {
 
 TEST(Rounds, LocalStepsCutCommunicationRounds) {
   const json results =
-      run_experiment(spec({opt("Adam", "Adam", json::object()),
-                           opt("1-bit Adam", "OneBitAdam", {{"freeze_step", 100}}, "Adam"),
-                           opt("0/1 Adam", "ZeroOneAdam",
-                               {{"var_freeze_step", 100},
-                                {"var_update_scaler", 4},
-                                {"local_step_clipper", 8},
-                                {"local_step_scaler", 50}},
-                               "1-bit Adam")}),
-                     "rounds.json");
+      simulate_experiment(spec({opt("Adam", "Adam", json::object()),
+                                opt("1-bit Adam", "OneBitAdam", {{"freeze_step", 100}}, "Adam"),
+                                opt("0/1 Adam", "ZeroOneAdam",
+                                    {{"var_freeze_step", 100},
+                                     {"var_update_scaler", 4},
+                                     {"local_step_clipper", 8},
+                                     {"local_step_scaler", 50}},
+                                    "1-bit Adam")}),
+                          "rounds.json");
   const json& adam = run_of(results, "Adam")["simulated"];
   const json& onebit = run_of(results, "1-bit Adam")["simulated"];
   const json& zero_one = run_of(results, "0/1 Adam")["simulated"];
@@ -82,12 +82,12 @@ TEST(Rounds, ClaimsAreCopiedIntoTheConfigAndMustBeAnArray) {
   json s = spec({opt("Adam", "Adam", json::object())});
   s["simulate"]["total_steps"] = 1;
   s["claims"] = json::array({{{"id", "x"}, {"paper_value", 1.0}}});
-  const json results = run_experiment(s, "paper.json");
+  const json results = simulate_experiment(s, "paper.json");
   EXPECT_EQ(results["config"]["claims"], s["claims"]);
 
   s["claims"] = json::object();
   try {
-    run_experiment(s, "paper.json");
+    simulate_experiment(s, "paper.json");
     ADD_FAILURE() << "expected an InputError for claims";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "paper.json") << e.what();

@@ -17,13 +17,13 @@ TEST(TrainSmoke, LearnsFashionMnistDeterministically) {
   TrainOptions two, one;
   two.threads = 2;
   one.threads = 1;
-  const nlohmann::json a = run_experiment(spec, data, two);
+  const nlohmann::json a = train_experiment(spec, data, two);
   ASSERT_EQ(a["status"], "complete") << a["error"];
   for (const auto& run : a["runs"]) {
     SCOPED_TRACE(run["label"].get<std::string>());
     EXPECT_GT(run["final_test_accuracy"].get<double>(), 0.70);
     EXPECT_LT(run["final_train_loss"].get<double>(), run["train_loss"][0].get<double>() / 2);
   }
-  const nlohmann::json b = run_experiment(spec, data, one);
+  const nlohmann::json b = train_experiment(spec, data, one);
   EXPECT_EQ(clbo::without_timing(a).dump(), clbo::without_timing(b).dump());
 }

@@ -37,7 +37,7 @@ json run(const json& experiment, int threads = 2) {
   const ExperimentSpec spec = parse_experiment(experiment, "test.json", data().train.n);
   TrainOptions opts;
   opts.threads = threads;
-  return run_experiment(spec, data(), opts);
+  return train_experiment(spec, data(), opts);
 }
 
 // The message of the InputError parse_experiment throws for `j`.
@@ -317,7 +317,7 @@ TEST(TrainRun, ZeroInWarmupMaskCoversTheAlwaysZeroGradients) {
      "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002}}}
   ])");
   const ExperimentSpec spec = parse_experiment(j, "test.json", blank.train.n);
-  const json r = run_experiment(spec, blank, TrainOptions{});
+  const json r = train_experiment(spec, blank, TrainOptions{});
   ASSERT_EQ(r["status"], "complete") << r["error"];
   const auto& mask = r["runs"][0]["exp_avg_mask"];
   EXPECT_EQ(mask["applied_after_step"], 4);

@@ -13,8 +13,8 @@
 #include "clbo/core/error.hpp"
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/schedule/schedule.hpp"
+#include "clbo/train/experiment.hpp"
 #include "clbo/train/model.hpp"
-#include "clbo/train/trainer.hpp"
 
 namespace clbo::train {
 

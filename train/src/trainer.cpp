@@ -609,8 +609,8 @@ void check_experiment(const ExperimentSpec& spec, const FashionMnist& data) {
   }
 }
 
-nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
-                              const TrainOptions& opts) {
+nlohmann::json train_experiment(const ExperimentSpec& spec, const FashionMnist& data,
+                                const TrainOptions& opts) {
   const auto wall0 = Clock::now();
   check_experiment(spec, data);
   auto model = make_model(spec.model, spec.file, "model");

@@ -17,8 +17,8 @@ struct SimulateOptions {
 
 // Runs an experiment; `file` names it in errors. Returns the results document, which holds
 // "warnings" (a list of sentences) when some optimizer's phase lies beyond the run.
-nlohmann::json run_experiment(const nlohmann::json& spec, const std::string& file,
-                              const SimulateOptions& options = {});
+nlohmann::json simulate_experiment(const nlohmann::json& spec, const std::string& file,
+                                   const SimulateOptions& options = {});
 
 // Validates an experiment completely (every field, presets, referenced files) without
 // simulating anything: what `clbo simulate --check` and `clbo reproduce` run first. Returns

@@ -21,72 +21,17 @@
 // fixed-size chunks (`micro_batch`), whichever thread computes them; every other sum has a
 // fixed order. So results depend on the config and seed only, never on `threads`.
 #pragma once
-#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
-#include <vector>
 
-#include "clbo/schedule/config.hpp"
+#include "clbo/train/experiment.hpp"
 #include "clbo/train/fashion_mnist.hpp"
-#include "clbo/train/lr_schedule.hpp"
 #include "clbo/train/workers.hpp"
 
 namespace clbo::train {
 
-// Which coordinates a run's 1-bit optimizer masks (DeepSpeed's exp_avg_mask: the compressed
-// buffer is multiplied by a 0/1 mask after every 1-bit allreduce, docs/convergence.md).
-enum class MomentumMask {
-  kNone,
-  // 0 for every coordinate whose gradient was exactly zero on every rank at every dense step
-  // before the switch to compression (1-bit Adam and LAMB: the warmup steps; 0/1 Adam: the
-  // variance steps up to var_freeze_step), 1 elsewhere. These are the coordinates whose
-  // variance freezes at exactly 0: 1-bit compression cannot represent their zero momentum,
-  // and the ±scale they receive instead is divided by eps alone. Built once, at the switch.
-  kZeroVariance,
-};
-
-// One optimizer configuration of an experiment, run once per seed.
-struct RunSpec {
-  std::string label;
-  OptimizerConfig optimizer;  // parsed once, with the run-level fractions filled in
-  std::string baseline;       // label of the run this one is compared against ("" = none)
-  LrSchedule lr;
-  std::optional<double> freeze_fraction, var_freeze_fraction;
-  MomentumMask momentum_mask = MomentumMask::kNone;
-};
-
-struct ExperimentSpec {
-  std::string file;       // the experiment file (for errors and the result)
-  nlohmann::json config;  // as read
-  std::string description;
-  std::string model = "mlp";
-  std::string data_dir;  // "" = the Debian package's folder
-  int64_t batch_size = 1024;
-  int workers = 1;
-  int64_t steps = 0;
-  int64_t eval_every = 0;  // steps between test evaluations (the last step always evaluates)
-  int64_t micro_batch = 256;
-  bool continue_after_nan = false;
-  std::vector<uint64_t> seeds{1};
-  std::vector<RunSpec> runs;
-  // Valid but suspicious settings (a freeze beyond the run, a run that does not end on a
-  // parameter sync, ...): printed before training and recorded in the result.
-  std::vector<std::string> warnings;
-};
-
-// Parses and validates an experiment (see docs/convergence.md for the fields). Everything
-// that can be checked without data is checked here: unknown model or optimizer type (with a
-// suggestion), batch not divisible by p, p > batch, p outside 1..64, optimizer params (each
-// run's optimizer is constructed once on a 2-tensor layout), a freeze or variance-freeze
-// step of 0 or a SLAMB sync interval at least as long as the run, unknown fields, baselines
-// naming no run. `train_examples` turns "epochs" into steps.
-ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file,
-                                size_t train_examples = 60000);
-ExperimentSpec load_experiment(const std::string& path, size_t train_examples = 60000);
-
-// What can be checked only with the data, before any run starts (run_experiment does it
+// What can be checked only with the data, before any run starts (train_experiment does it
 // first; `clbo train --check` too): the model's input size against the images, the batch
 // against the training set, and every run's optimizer built on the model's real layout.
 void check_experiment(const ExperimentSpec& spec, const FashionMnist& data);
@@ -96,7 +41,7 @@ struct TrainOptions {
   // Called with progress lines ("run 2/10: ..."); may be empty.
   std::function<void(const std::string&)> progress;
   // Where the workers live; null: all of them here, over the local backend. A backend with
-  // one worker per process runs run_experiment in every process; only the root's document
+  // one worker per process runs train_experiment in every process; only the root's document
   // is complete (evaluation runs there).
   Workers* workers = nullptr;
 };
@@ -108,7 +53,7 @@ struct TrainOptions {
 // "status": "nan" with "nan_step", the document "status": "partial" and "error" names the
 // run and step; the remaining runs are skipped unless continue_after_nan. An optimizer
 // error (e.g. a non-finite gradient) is handled the same way.
-nlohmann::json run_experiment(const ExperimentSpec& spec, const FashionMnist& data,
-                              const TrainOptions& opts);
+nlohmann::json train_experiment(const ExperimentSpec& spec, const FashionMnist& data,
+                                const TrainOptions& opts);
 
 }  // namespace clbo::train
