@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "clbo/core/error.hpp"
 #include "clbo/sim/expansion/expand.hpp"
@@ -62,7 +63,9 @@ nlohmann::json simulate_experiment(const nlohmann::json& spec_json, const std::s
   nlohmann::json group_timing = nlohmann::json::array();
   std::vector<nlohmann::json> point_runs(spec.points.size() * slots.size());
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const auto [ci, p] = groups[gi];
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture those in lambdas.
+    const auto ci = std::get<0>(groups[gi]);
+    const auto p = std::get<1>(groups[gi]);
     const ClusterSpec& cluster = spec.clusters[ci];
     const auto g0 = std::chrono::steady_clock::now();
     // Every (point, run slot, step kind) of this group, with programs deduplicated.
