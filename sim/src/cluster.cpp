@@ -121,8 +121,16 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
   c.source = text(r, obj, "source");
   r.ignore("sources");      // per-field notes for readers; results copy them verbatim
   r.ignore("calibration");  // how a fitted preset was fitted (clbo calibrate)
-  c.gpu = text(r, obj, "gpu");
-  if (c.gpu.empty()) r.fail("gpu", "required: the GPU type, e.g. \"V100-SXM2\"");
+  r.ignore("gpu");
+  if (!obj.contains("gpu") || obj["gpu"].is_null() || obj["gpu"] == "")
+    r.fail("gpu",
+           "required: the GPU type, e.g. \"V100-SXM2\", or its figures {\"name\": ..., "
+           "\"fp16_tflops\": ..., \"hbm_TBps\": ...}");
+  c.gpu_spec = parse_gpu(obj["gpu"], file, at("gpu"));
+  // A preset keeps the name as written (an alias such as "H100" included).
+  c.gpu = obj["gpu"].is_string() && find_gpu_preset(obj["gpu"].get<std::string>())
+              ? obj["gpu"].get<std::string>()
+              : c.gpu_spec.name;
   c.gpus_per_node = r.integer<int>("gpus_per_node", 0, 0, kMaxGpusPerNode);
   if (c.gpus_per_node < 1) r.fail("gpus_per_node", "a node needs at least one GPU");
 

@@ -93,7 +93,17 @@ nlohmann::json results_document(const nlohmann::json& spec_json, const std::stri
                                 const ExperimentSpec& spec, nlohmann::json runs,
                                 nlohmann::json group_timing, double wall_s) {
   nlohmann::json clusters = nlohmann::json::object();
-  for (const auto& c : spec.clusters) clusters[c.name] = c.to_json();
+  for (const auto& c : spec.clusters) {
+    clusters[c.name] = c.to_json();
+    // Where the GPU's figures and compute came from. The six GPUs that predate this record
+    // leave it out, so their committed results regenerate byte for byte; their sources are
+    // docs/reference/published.md §5.6 rows 1-6.
+    if (!c.gpu_spec.unrecorded_preset) {
+      nlohmann::json g = c.gpu_spec.to_json();
+      g["compute_profile"] = spec.profile_for(c).origin;
+      clusters[c.name]["gpu_figures"] = g;
+    }
+  }
   nlohmann::json optimizers = nlohmann::json::object();
   for (const auto& o : spec.optimizers) optimizers[o.label] = to_json(o.config);
   nlohmann::json settings = {

@@ -24,13 +24,6 @@ nlohmann::json simulate_experiment(const nlohmann::json& spec_json, const std::s
   const auto wall0 = std::chrono::steady_clock::now();
   const ExperimentSpec spec = parse_experiment_spec(spec_json, file);
 
-  // Compute profiles per cluster GPU (user-measured ones win).
-  auto profile_for = [&](const ClusterSpec& c) {
-    const GpuInfo& g = gpu_info(c.gpu, c.file, "gpu");
-    auto it = spec.compute.find(g.name);
-    return it != spec.compute.end() ? it->second : spec.workload->compute_for(c.gpu, c.file, "gpu");
-  };
-
   // Step kinds depend on the optimizer and p only; compute them once each.
   std::map<std::pair<size_t, int>, std::vector<StepKind>> kinds_cache;
   auto kinds_of = [&](size_t opt, int p) -> const std::vector<StepKind>& {
@@ -85,8 +78,8 @@ nlohmann::json simulate_experiment(const nlohmann::json& spec_json, const std::s
       s.cluster = cluster;
       s.p = p;
       s.workload = spec.workload;
-      s.compute = profile_for(cluster);
-      s.kernels.hbm_Bps = gpu_info(cluster.gpu, cluster.file, "gpu").hbm_TBps * 1e12;
+      s.compute = spec.profile_for(cluster);
+      s.kernels.hbm_Bps = cluster.gpu_spec.hbm_TBps * 1e12;
       s.kernels.efficiency = spec.kernel_efficiency;
       if (!spec.kernel_bench.is_null())
         load_kernel_bench(s.kernels, spec.kernel_bench, spec.kernel_bench_file);

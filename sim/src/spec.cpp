@@ -74,6 +74,11 @@ void batch_of(ConfigReader& r, RunPoint& pt, int64_t def_mb, int64_t def_batch, 
 
 }  // namespace
 
+ComputeProfile ExperimentSpec::profile_for(const ClusterSpec& c) const {
+  auto it = compute.find(c.gpu_spec.name);
+  return it != compute.end() ? it->second : workload->compute_for(c.gpu_spec, c.file, "gpu");
+}
+
 ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::string& file) {
   ExperimentSpec s;
   s.file = file;
@@ -177,12 +182,13 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     for (auto it = sim["compute"].begin(); it != sim["compute"].end(); ++it) {
       const std::string f = cr.field(it.key());
       cr.ignore(it.key());
-      const GpuInfo& g = gpu_info(it.key(), file, f);
+      // Any GPU name: a measured profile is how a GPU without a preset gets its compute.
+      const std::string g = canonical_gpu_name(it.key());
       const nlohmann::json prof =
           it.value().is_string() ? load_json_file_named_by(it.value().get<std::string>(), file, f)
                                  : it.value();
-      s.compute[g.name] =
-          parse_profile(prof, g.name, it.value().is_string() ? it.value().get<std::string>() : file,
+      s.compute[g] =
+          parse_profile(prof, g, it.value().is_string() ? it.value().get<std::string>() : file,
                         it.value().is_string() ? "" : f);
     }
   }
@@ -254,9 +260,18 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
   }
   // Checked here rather than when the point is simulated, so --check rejects them too: each
   // cluster's GPU has a compute profile, and MPI host staging has node CPUs.
+  std::vector<std::string> cluster_gpus;
+  for (const ClusterSpec& c : s.clusters) cluster_gpus.push_back(c.gpu_spec.name);
+  // A profile for a GPU that is neither a preset nor any cluster's is a typo, not a spare.
+  for (const auto& [g, prof] : s.compute)
+    if (!find_gpu_preset(g) &&
+        std::find(cluster_gpus.begin(), cluster_gpus.end(), g) == cluster_gpus.end())
+      throw InputError(
+          file, r.field("compute") + "." + g, g,
+          "no cluster of this experiment has this GPU" + did_you_mean(g, cluster_gpus));
   for (const ClusterSpec& c : s.clusters) {
-    const GpuInfo& g = gpu_info(c.gpu, c.file, "gpu");
-    if (!s.compute.count(g.name)) (void)s.workload->compute_for(c.gpu, c.file, "gpu");
+    require_gpu_figures(c.gpu_spec, false, c.file, "gpu");
+    (void)s.profile_for(c);
   }
   if (s.expand.backend == Backend::kMpi && !s.expand.mpi_cuda_aware)
     for (const RunPoint& pt : s.points)

@@ -3,31 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/sim/implementation.hpp"
 #include "clbo/sim/presets.hpp"
 #include "clbo/sim/workload.hpp"
 
 namespace clbo::sim {
 
 namespace {
-
-// Datasheet peaks: dense FP16 tensor-core TFLOPS and HBM bandwidth (docs/reference/published.md
-// lists the HBM figures; the TFLOPS are NVIDIA's V100/A100/H100/H200 datasheets, dense, no
-// sparsity).
-const std::vector<std::pair<std::vector<std::string>, GpuInfo>>& gpu_table() {
-  static const std::vector<std::pair<std::vector<std::string>, GpuInfo>> t = {
-      {{"V100-SXM2", "V100"}, {"V100-SXM2", 125, 0.90}},
-      {{"V100-PCIe"}, {"V100-PCIe", 112, 0.90}},
-      {{"A100-SXM4-40GB", "A100-40GB"}, {"A100-SXM4-40GB", 312, 1.555}},
-      {{"A100-SXM4-80GB", "A100"}, {"A100-SXM4-80GB", 312, 2.039}},
-      {{"H100-SXM", "H100"}, {"H100-SXM", 989, 3.35}},
-      {{"H200"}, {"H200", 989, 4.8}},
-  };
-  return t;
-}
 
 double ms(ConfigReader& r, const std::string& key, bool required) {
   if (required && !r.has(key)) r.fail(key, "required");
@@ -58,10 +45,21 @@ int int_field(ConfigReader& r, const std::string& key, int def, int min) {
 
 void parse_layout(Workload& w, const nlohmann::json& obj, const std::string& file,
                   const std::string& field) {
+  // A tensors file (scripts/export_layout.py writes one), relative to the workload file
+  // when it is there, else to the working directory.
+  if (obj.is_string()) {
+    std::string path = obj.get<std::string>();
+    const std::filesystem::path base = std::filesystem::path(file).parent_path();
+    if (std::filesystem::path(path).is_relative() && !base.empty() &&
+        std::filesystem::exists(base / path))
+      path = (base / path).string();
+    w.layout = ParamLayout::from_json(load_json_file_named_by(path, file, field), path);
+    return;
+  }
   if (!obj.is_object() || obj.size() != 1)
     throw InputError(file, field, obj.dump().substr(0, 200),
                      "expected one of {\"bert\": {...}}, {\"gpt2\": {...}}, {\"swin\": {...}}, "
-                     "{\"tensors\": [...]}");
+                     "{\"tensors\": [...]} or the path of a tensors JSON file");
   const std::string kind = obj.begin().key();
   const nlohmann::json& a = obj.begin().value();
   if (kind == "tensors") {
@@ -135,20 +133,6 @@ std::vector<ComputeProfile> derive_profiles(const Workload& base, const Workload
 
 }  // namespace
 
-const GpuInfo& gpu_info(const std::string& name, const std::string& where,
-                        const std::string& field) {
-  for (const auto& [aliases, info] : gpu_table())
-    for (const auto& a : aliases)
-      if (a == name) return info;
-  throw InputError(where, field, name, "unknown GPU type" + did_you_mean(name, gpu_names()));
-}
-
-std::vector<std::string> gpu_names() {
-  std::vector<std::string> n;
-  for (const auto& [aliases, info] : gpu_table()) n.insert(n.end(), aliases.begin(), aliases.end());
-  return n;
-}
-
 double ComputeProfile::fwd_s(int m) const {
   return std::max(fwd_floor_s, fwd_per_sample_s * m);
 }
@@ -184,49 +168,106 @@ ComputeProfile parse_profile(const nlohmann::json& obj, const std::string& gpu,
   return p;
 }
 
+bool Workload::has_profile(const std::string& gpu) const {
+  const std::string want = canonical_gpu_name(gpu);
+  for (const auto& p : profiles)
+    if (canonical_gpu_name(p.gpu) == want) return true;
+  return false;
+}
+
 ComputeProfile Workload::compute_for(const std::string& gpu, const std::string& where,
                                      const std::string& field) const {
-  const GpuInfo& target = gpu_info(gpu, where, field);
+  return compute_for(gpu_info(gpu, where, field), where, field);
+}
+
+ComputeProfile Workload::compute_for(const GpuInfo& target, const std::string& where,
+                                     const std::string& field) const {
   for (const auto& p : profiles)
-    if (gpu_info(p.gpu, file, "compute").name == target.name) return p;
+    if (canonical_gpu_name(p.gpu) == target.name) return p;
+  if (from_flops.enabled()) {
+    require_gpu_figures(target, true, where, field,
+                        fmt::format("workload '{}' computes its time from FLOPs per sample at a "
+                                    "fraction of the dense FP16 peak",
+                                    name));
+    const FlopsCompute& f = from_flops;
+    ComputeProfile p;
+    p.gpu = target.name;
+    p.fwd_per_sample_s = fwd_flops_per_sample / (target.fp16_tflops * 1e12 * f.efficiency);
+    p.bwd_per_sample_s = p.fwd_per_sample_s * f.bwd_over_fwd;
+    p.optimizer_s = f.optimizer_bytes_per_param * static_cast<double>(layout.total()) /
+                    (target.hbm_TBps * 1e12 * f.memory_efficiency);
+    p.origin = fmt::format(
+        "from FLOPs ({}): forward {:.6g} FLOPs per sample at {} of {} TFLOPS dense FP16, "
+        "backward {} × forward, no launch floor; optimizer {} B per parameter at {} of {} TB/s "
+        "HBM",
+        f.source.empty() ? file : f.source, fwd_flops_per_sample, f.efficiency, target.fp16_tflops,
+        f.bwd_over_fwd, f.optimizer_bytes_per_param, f.memory_efficiency, target.hbm_TBps);
+    return p;
+  }
   const ComputeProfile* ref = nullptr;
   for (const auto& p : profiles)
     if (p.gpu == reference_gpu) ref = &p;
   if (!ref) throw InputError(file, "compute.reference_gpu", reference_gpu, "no such profile");
-  const GpuInfo& from = gpu_info(ref->gpu, file, "compute.reference_gpu");
+  const GpuInfo* from_preset = find_gpu_preset(ref->gpu);
+  if (!from_preset)
+    throw InputError(file, "compute.reference_gpu", ref->gpu,
+                     fmt::format("is not a GPU preset, so GPU '{}' cannot be scaled from it: give "
+                                 "a measured profile for '{}' or compute.from_flops",
+                                 target.name, target.name));
+  const GpuInfo& from = *from_preset;
+  require_gpu_figures(target, true, where, field,
+                      fmt::format("workload '{}' has no profile for it, so its compute is "
+                                  "scaled from {} by the ratio of dense FP16 peaks",
+                                  name, ref->gpu));
   // Scaling rule: matmul-bound forward/backward time (floor included: it is many small
-  // kernels) follows the dense FP16 tensor peak; the optimizer step streams its state and
-  // follows HBM bandwidth. Both assume the same achieved fraction of peak as the reference.
+  // kernels) follows the dense FP16 tensor peak, and its memory-bound share
+  // (memory_bound_fraction, a roofline split) HBM bandwidth; the optimizer step streams its
+  // state and follows HBM bandwidth. Both assume the same achieved fraction of peak as the
+  // reference.
   ComputeProfile p = *ref;
   const double c = from.fp16_tflops / target.fp16_tflops;
   const double m = from.hbm_TBps / target.hbm_TBps;
+  const double f = memory_bound_fraction;
+  const double fb = (1 - f) * c + f * m;
   p.gpu = target.name;
-  p.fwd_floor_s *= c;
-  p.fwd_per_sample_s *= c;
-  p.bwd_floor_s *= c;
-  p.bwd_per_sample_s *= c;
+  p.fwd_floor_s *= fb;
+  p.fwd_per_sample_s *= fb;
+  p.bwd_floor_s *= fb;
+  p.bwd_per_sample_s *= fb;
   p.optimizer_s *= m;
-  p.origin = fmt::format(
-      "scaled from {} ({}): compute × {:.4f} (FP16 tensor peak {} → {} TFLOPS), optimizer × "
-      "{:.4f} (HBM {} → {} TB/s)",
-      ref->gpu, ref->origin, c, from.fp16_tflops, target.fp16_tflops, m, from.hbm_TBps,
-      target.hbm_TBps);
+  const std::string compute =
+      f > 0 ? fmt::format(
+                  "compute × {:.4f} ({} of it × {:.4f}, FP16 tensor peak {} → {} TFLOPS; "
+                  "{} × {:.4f}, HBM)",
+                  fb, 1 - f, c, from.fp16_tflops, target.fp16_tflops, f, m)
+            : fmt::format("compute × {:.4f} (FP16 tensor peak {} → {} TFLOPS)", c, from.fp16_tflops,
+                          target.fp16_tflops);
+  p.origin = fmt::format("scaled from {} ({}): {}, optimizer × {:.4f} (HBM {} → {} TB/s)", ref->gpu,
+                         ref->origin, compute, m, from.hbm_TBps, target.hbm_TBps);
   return p;
 }
 
 nlohmann::json Workload::to_json() const {
   nlohmann::json profs = nlohmann::json::array();
   for (const auto& p : profiles) profs.push_back(p.to_json());
-  return {{"name", name},
-          {"file", file},
-          {"source", source},
-          {"params", layout.total()},
-          {"tensors", layout.num_tensors()},
-          {"seq_len", seq_len},
-          {"layers", layers},
-          {"fwd_flops_per_sample", fwd_flops_per_sample},
-          {"reference_gpu", reference_gpu},
-          {"profiles", profs}};
+  nlohmann::json j = {{"name", name},
+                      {"file", file},
+                      {"source", source},
+                      {"params", layout.total()},
+                      {"tensors", layout.num_tensors()},
+                      {"seq_len", seq_len},
+                      {"layers", layers},
+                      {"fwd_flops_per_sample", fwd_flops_per_sample},
+                      {"reference_gpu", reference_gpu},
+                      {"profiles", profs}};
+  if (memory_bound_fraction > 0) j["memory_bound_fraction"] = memory_bound_fraction;
+  if (from_flops.enabled())
+    j["from_flops"] = {{"efficiency", from_flops.efficiency},
+                       {"bwd_over_fwd", from_flops.bwd_over_fwd},
+                       {"optimizer_bytes_per_param", from_flops.optimizer_bytes_per_param},
+                       {"memory_efficiency", from_flops.memory_efficiency},
+                       {"source", from_flops.source}};
+  return j;
 }
 
 Workload parse_workload(const nlohmann::json& obj, const std::string& file,
@@ -253,30 +294,66 @@ Workload parse_workload(const nlohmann::json& obj, const std::string& file,
   r.ignore("compute");
   if (!obj.contains("compute") || !obj["compute"].is_object())
     r.fail("compute",
-           "required: {\"reference_gpu\": ..., \"profiles\": {...}} or "
-           "{\"derive_from\": \"<workload>\"}");
+           "required: {\"reference_gpu\": ..., \"profiles\": {...}}, {\"derive_from\": "
+           "\"<workload>\"} or {\"from_flops\": {\"efficiency\": ...}}");
   const nlohmann::json& c = obj["compute"];
   ConfigReader cr(c, file, r.field("compute"));
+  // Measured profiles, by GPU; any GPU name, since a measured profile is how a GPU without
+  // a preset gets its compute.
+  auto read_profiles = [&](bool required) {
+    cr.ignore("profiles");
+    if (!c.contains("profiles") && !required) return;
+    if (!c.contains("profiles") || !c["profiles"].is_object() ||
+        (required && c["profiles"].empty()))
+      cr.fail("profiles", "required: {\"<gpu>\": {\"fwd_per_sample_ms\": ..., ...}}");
+    for (auto it = c["profiles"].begin(); it != c["profiles"].end(); ++it) {
+      const std::string f = cr.field("profiles") + "." + it.key();
+      w.profiles.push_back(parse_profile(it.value(), it.key(), file, f));
+    }
+  };
   if (c.contains("derive_from")) {
+    if (c.contains("from_flops")) cr.fail("from_flops", "give derive_from or from_flops, not both");
     const std::string base_name = cr.choice("derive_from", "", preset_names("workloads"));
     if (base_name == w.name) cr.fail("derive_from", "a workload cannot derive from itself");
     const Workload base = resolve_workload(base_name, file, cr.field("derive_from"));
+    if (base.from_flops.enabled())
+      cr.fail("derive_from", "that workload computes from FLOPs; give this one from_flops too");
     if (w.fwd_flops_per_sample <= 0)
       r.fail("fwd_flops_per_sample", "needed to derive compute from another workload");
     if (w.layers <= 0) r.fail("layout", "needs a generator (bert/gpt2/swin) to derive compute");
     w.profiles = derive_profiles(base, w);
     w.reference_gpu = base.reference_gpu;
+    w.memory_bound_fraction =
+        cr.number_in("memory_bound_fraction", base.memory_bound_fraction, 0, true, 1, true);
+  } else if (c.contains("from_flops")) {
+    if (w.fwd_flops_per_sample <= 0)
+      r.fail("fwd_flops_per_sample",
+             "required by compute.from_flops: the forward FLOPs of one sample (about 2 × "
+             "matmul parameters × tokens, plus attention)");
+    ConfigReader fr(cr.object("from_flops", true), file, cr.field("from_flops"));
+    if (!fr.has("efficiency"))
+      fr.fail("efficiency",
+              "required: the fraction of the dense FP16 peak that forward and backward reach, "
+              "e.g. 0.4 (model FLOPs achieved / peak)");
+    FlopsCompute& f = w.from_flops;
+    f.efficiency = fr.number_in("efficiency", 0, 0, false, 1, true);
+    f.bwd_over_fwd = fr.number_in("bwd_over_fwd", 2, 0, false, 100, true);
+    f.optimizer_bytes_per_param =
+        fr.number_in("optimizer_bytes_per_param", kFusedStepBytes, 0, true, 1e4, true);
+    f.memory_efficiency = fr.number_in("memory_efficiency", 0.85, 0, false, 1, true);
+    f.source = fr.string("source", "");
+    fr.finish();
+    read_profiles(false);
+    if (c.contains("reference_gpu"))
+      cr.fail("reference_gpu",
+              "not used with from_flops: a measured profile serves its own GPU, every other "
+              "GPU's compute comes from the FLOPs");
   } else {
-    w.reference_gpu = cr.choice("reference_gpu", "", gpu_names());
-    if (w.reference_gpu.empty()) cr.fail("reference_gpu", "required");
-    cr.ignore("profiles");
-    if (!c.contains("profiles") || !c["profiles"].is_object() || c["profiles"].empty())
-      cr.fail("profiles", "required: {\"<gpu>\": {\"fwd_per_sample_ms\": ..., ...}}");
-    for (auto it = c["profiles"].begin(); it != c["profiles"].end(); ++it) {
-      const std::string f = cr.field("profiles") + "." + it.key();
-      gpu_info(it.key(), file, f);
-      w.profiles.push_back(parse_profile(it.value(), it.key(), file, f));
-    }
+    // Any profile's GPU; scaling from it needs it to be a preset (compute_for).
+    w.reference_gpu = cr.string("reference_gpu", "");
+    if (w.reference_gpu.empty()) cr.fail("reference_gpu", "required: the GPU of one profile");
+    w.memory_bound_fraction = cr.number_in("memory_bound_fraction", 0, 0, true, 1, true);
+    read_profiles(true);
     bool found = false;
     for (const auto& p : w.profiles) found |= p.gpu == w.reference_gpu;
     if (!found) cr.fail("reference_gpu", "must name one of the profiles");

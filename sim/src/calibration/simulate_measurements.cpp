@@ -15,8 +15,9 @@ TrainingSetup setup_for(const ClusterSpec& c, const Measurement& m) {
   s.cluster = c;
   s.p = m.p;
   s.workload = m.workload;
-  s.compute = m.workload->compute_for(c.gpu, c.file, "gpu");
-  s.kernels.hbm_Bps = gpu_info(c.gpu, c.file, "gpu").hbm_TBps * 1e12;
+  require_gpu_figures(c.gpu_spec, false, c.file, "gpu");
+  s.compute = m.workload->compute_for(c.gpu_spec, c.file, "gpu");
+  s.kernels.hbm_Bps = c.gpu_spec.hbm_TBps * 1e12;
   s.micro_batch = m.micro_batch;
   s.grad_acc = m.grad_acc;
   s.total_steps = 1;
@@ -41,7 +42,8 @@ std::vector<double> simulate_measurements(const ClusterSpec& cluster,
         kinds.push_back(std::move(k));
       } else {
         KernelModel km;
-        km.hbm_Bps = gpu_info(cluster.gpu, cluster.file, "gpu").hbm_TBps * 1e12;
+        require_gpu_figures(cluster.gpu_spec, false, cluster.file, "gpu");
+        km.hbm_Bps = cluster.gpu_spec.hbm_TBps * 1e12;
         programs.push_back(calls_program({m.call}, cluster, p, km, ExpandOptions{}));
         kinds.emplace_back();
       }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "clbo/sim/gpu.hpp"
+
 namespace clbo::sim {
 
 // Bounds of the sizes a cluster file may state, so that every product of them fits an int
@@ -27,7 +29,8 @@ enum class TopologyKind { kSingleSwitch, kFatTree, kTwoLevel };
 struct ClusterSpec {
   std::string name, description, source;
   std::string file;  // where the spec was read from, for errors and results
-  std::string gpu;   // compute profile name, e.g. "V100-SXM2" (see workload.hpp)
+  std::string gpu;   // GPU type as written, e.g. "V100-SXM2" (see gpu.hpp)
+  GpuInfo gpu_spec;  // its figures and their sources
   int max_nodes = 1;
   int gpus_per_node = 1;
 

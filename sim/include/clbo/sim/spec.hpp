@@ -80,6 +80,10 @@ struct ExperimentSpec {
   SessionOptions session;
   std::map<std::string, ComputeProfile> compute;  // user-measured profiles by GPU
   std::vector<std::string> warnings;              // phases the run never reaches
+
+  // The compute profile of a cluster's GPU: the experiment's measured one, else the
+  // workload's (its own profile, from FLOPs, or scaled).
+  ComputeProfile profile_for(const ClusterSpec& c) const;
 };
 
 // Reads and validates a whole spec; `file` names it in errors.

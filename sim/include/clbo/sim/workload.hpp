@@ -5,27 +5,19 @@
 // Compute model (docs/simulator.md, "Compute"): forward and backward time of one
 // micro-batch of m samples is max(floor, per_sample × m): a launch/latency floor at small
 // m, compute-bound above it. Profiles measured on a GPU come from the workload JSON
-// (V100 values are fitted to Table 1 of docs/reference/published.md); another GPU gets the profile
-// of the workload's reference GPU scaled by the documented rule in scale_profile().
+// (V100 values are fitted to Table 1 of docs/reference/published.md); another GPU gets the
+// profile of the workload's reference GPU scaled by its datasheet figures (compute_for), or,
+// for a workload that states its FLOPs per sample and an efficiency ("from_flops"), the time
+// those FLOPs take at that fraction of the GPU's peak.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "clbo/core/layout.hpp"
+#include "clbo/sim/gpu.hpp"
 
 namespace clbo::sim {
-
-struct GpuInfo {
-  std::string name;
-  double fp16_tflops = 0;  // dense tensor-core peak (datasheet)
-  double hbm_TBps = 0;     // datasheet memory bandwidth
-};
-
-// Known GPU types (names and aliases); unknown names throw InputError with a suggestion.
-const GpuInfo& gpu_info(const std::string& name, const std::string& where,
-                        const std::string& field);
-std::vector<std::string> gpu_names();
 
 struct ComputeProfile {
   std::string gpu;
@@ -39,6 +31,19 @@ struct ComputeProfile {
   nlohmann::json to_json() const;
 };
 
+// Compute from FLOPs per sample ("compute": {"from_flops": {...}}): forward time per sample
+// is fwd_flops_per_sample / (dense FP16 peak × efficiency), backward bwd_over_fwd times
+// that, no launch floor; the optimizer step streams optimizer_bytes_per_param bytes per
+// parameter at memory_efficiency of HBM bandwidth.
+struct FlopsCompute {
+  double efficiency = 0;  // fraction of the dense peak forward and backward reach; 0: unused
+  double bwd_over_fwd = 2;
+  double optimizer_bytes_per_param = 0;  // default: kFusedStepBytes (implementation.hpp)
+  double memory_efficiency = 0.85;       // docs/reference/published.md §5.1
+  std::string source;
+  bool enabled() const { return efficiency > 0; }
+};
+
 struct Workload {
   std::string name, description, source, file;
   ParamLayout layout;
@@ -47,10 +52,21 @@ struct Workload {
   int layers = 0;                        // repeated blocks, for the launch-floor scaling
   std::vector<ComputeProfile> profiles;  // measured or derived, by GPU
   std::string reference_gpu;             // profile that other GPUs are scaled from
+  // Share of the reference's forward/backward time that is bound by memory bandwidth rather
+  // than tensor throughput, for the roofline split of scaling (0: all tensor-bound).
+  double memory_bound_fraction = 0;
+  FlopsCompute from_flops;  // instead of scaling a reference, when enabled
 
-  // The profile for `gpu`: its own when present, else the reference scaled (see .cpp).
+  // The profile for `gpu`: its own measured one when present, else computed from FLOPs or
+  // the reference's scaled by datasheet figures (see .cpp). Throws InputError(where, field)
+  // when the GPU lacks a figure that needs.
+  ComputeProfile compute_for(const GpuInfo& gpu, const std::string& where,
+                             const std::string& field) const;
+  // The same for a GPU preset name.
   ComputeProfile compute_for(const std::string& gpu, const std::string& where,
                              const std::string& field) const;
+  // Whether `gpu` has a profile of its own (measured or derived for it).
+  bool has_profile(const std::string& gpu) const;
   nlohmann::json to_json() const;  // summary: name, params, tensors, flops, profiles
 };
 
