@@ -52,6 +52,12 @@ const std::vector<GpuInfo>& preset_infos() {
   return infos;
 }
 
+std::string preset_list() {
+  std::string list;
+  for (const auto& p : presets()) list += (list.empty() ? "" : ", ") + p.aliases.front();
+  return list;
+}
+
 double figure(ConfigReader& r, const std::string& key, double hi) {
   return r.number_in(key, 0, 0, false, hi, true);
 }
@@ -92,11 +98,9 @@ std::string gpu_figures_help(const std::string& name) {
 const GpuInfo& gpu_info(const std::string& name, const std::string& where,
                         const std::string& field) {
   if (const GpuInfo* g = find_gpu_preset(name)) return *g;
-  std::string list;
-  for (const auto& p : presets()) list += (list.empty() ? "" : ", ") + p.aliases.front();
   throw InputError(where, field, name,
-                   "unknown GPU type" + did_you_mean(name, gpu_names()) + " (presets: " + list +
-                       "); " + gpu_figures_help(name));
+                   "unknown GPU type" + did_you_mean(name, gpu_names()) +
+                       " (presets: " + preset_list() + "); " + gpu_figures_help(name));
 }
 
 std::vector<std::string> gpu_names() {
@@ -156,7 +160,8 @@ void require_gpu_figures(const GpuInfo& g, bool fp16, const std::string& where,
                                  "its HBM bandwidth, which is not known; {}",
                                  find_gpu_preset(g.name)
                                      ? "GPU without hbm_TBps"
-                                     : "unknown GPU type" + did_you_mean(g.name, gpu_names()),
+                                     : "unknown GPU type" + did_you_mean(g.name, gpu_names()) +
+                                           " (presets: " + preset_list() + ")",
                                  gpu_figures_help(g.name)));
   if (fp16 && !(g.fp16_tflops > 0))
     throw InputError(
