@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "clbo/core/names.hpp"
 #include "clbo/sim/gpu.hpp"
 
 namespace clbo::sim {
@@ -25,6 +26,15 @@ inline constexpr int kMaxGpus = kMaxNodes;  // a run's GPU count
 enum class IntraKind { kNvlink, kPcie };
 enum class FabricKind { kTcp, kInfiniband };
 enum class TopologyKind { kSingleSwitch, kFatTree, kTwoLevel };
+
+inline constexpr auto kIntraKindNames =
+    name_table<IntraKind>({{IntraKind::kNvlink, "nvlink"}, {IntraKind::kPcie, "pcie"}});
+inline constexpr auto kFabricKindNames =
+    name_table<FabricKind>({{FabricKind::kTcp, "tcp"}, {FabricKind::kInfiniband, "infiniband"}});
+inline constexpr auto kTopologyKindNames =
+    name_table<TopologyKind>({{TopologyKind::kSingleSwitch, "single_switch"},
+                              {TopologyKind::kFatTree, "fat_tree"},
+                              {TopologyKind::kTwoLevel, "two_level"}});
 
 struct ClusterSpec {
   std::string name, description, source;
