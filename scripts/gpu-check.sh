@@ -104,8 +104,8 @@ kernel_bench() {
 }
 
 nccl_bench() {
-  "$BUILD/bin/clbo_bench_collectives" --backend nccl --ngpus 1 --op compressed,allreduce,sparse \
-    -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -o "$DEST/collectives-nccl-p1.json"
+  "$BUILD/bin/clbo_bench_collectives" --backend nccl -g 1 --collective compressed,allreduce,sparse \
+    -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -J "$DEST/collectives-nccl-p1.json"
 }
 
 reference_path() {
