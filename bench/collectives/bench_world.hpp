@@ -52,6 +52,19 @@ struct Row {
 };
 
 const char* op_name(Op op);
+std::vector<std::string> split_commas(const std::string& s);
+
+// ---- what a row means (row_meaning.cpp) -------------------------------------------------
+
+// The redop column: what the collective computes (sum, 1b-avg, or nccl-tests' "none").
+const char* redop_of(Op op);
+// The algorithm that carries `op` on the run's backend, as reported in table and JSON.
+std::string algorithm_of(const Sweep& run, Op op);
+
+struct Bandwidths {
+  double algbw = 0, busbw = 0, eq_busbw = -1;  // GB/s (1e9 bytes/s); eq_busbw < 0: N/A
+};
+Bandwidths bandwidths(const Row& row, const Half& h, int p);
 
 // One rank's side of the benchmark. The driver calls every method on every rank in the same
 // order; the collective ones (barrier, *_over_ranks, the runs) must be called by all.
@@ -84,6 +97,17 @@ class RankOps {
 
 // Which half of `op` the `backend` stages through a local copy ("" = both are native).
 std::string staging_note(Op op, const std::string& backend);
+// The half a collective runs without a staging copy: its row-level JSON fields, which
+// readers of earlier results (validate, calibrate) take.
+bool native_in_place(Op op, const std::string& backend);
+
+// ---- nccl-tests' text output (nccl_table.cpp), rank 0 only ------------------------------
+
+std::string now_text();  // nccl-tests' timestamp format
+void print_preamble(const Sweep& run, int p);
+void print_row(const Sweep& run, const Row& row, int p);
+// min_busbw < 0: no NCCL_TESTS_MIN_BW to check against.
+void print_footer(uint64_t out_of_bounds, double avg_busbw, double min_busbw);
 
 // Runs the sweep of `run` on this rank; rank 0 prints each row as it completes and gets
 // every row back (other ranks get an empty vector).

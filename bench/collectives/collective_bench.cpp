@@ -1,26 +1,21 @@
-// `clbo bench collectives`: validation, the size sweep, the nccl-tests table and the JSON
-// result.
+// `clbo bench collectives`: the names, nccl-tests' size syntax, validation of every flag
+// before any work, and the run with its JSON result (the sweep is sweep.cpp, the table
+// nccl_table.cpp).
 #include "collective_bench.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <iostream>
 #include <map>
-#include <mutex>
 #include <sstream>
 
 #include "bench_world.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/output_file.hpp"
-#include "clbo/core/philox.hpp"
 #include "clbo/core/results.hpp"
-#include "clbo/kernels/onebit.hpp"
 
 namespace clbo::bench {
 
@@ -28,15 +23,6 @@ namespace {
 
 constexpr const char* kWhere = "clbo bench collectives";
 constexpr size_t kMaxSizes = 10000;  // a sweep longer than this is a typo in -i
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
@@ -85,174 +71,6 @@ std::vector<std::string> types_of(Op op, const CollectiveBenchConfig& c) {
   return {"float", "half"};
 }
 
-// The redop column: what the collective computes.
-const char* redop_of(Op op) {
-  switch (op) {
-    case Op::kAllreduce:
-    case Op::kSparse:
-      return "sum";
-    case Op::kCompressed:
-      return "1b-avg";  // the 1-bit compressed mean with error feedback
-    default:
-      return "none";  // nccl-tests' label for collectives without a reduction
-  }
-}
-
-bool dense_factor_op(Op op) {
-  return op == Op::kAllreduce || op == Op::kAlltoall || op == Op::kAllgather || op == Op::kPingpong;
-}
-
-// nccl-tests' bus factor for the dense ops.
-double bus_factor(Op op, int p) {
-  if (op == Op::kPingpong) return 1.0;
-  if (p <= 1) return 0.0;
-  const double q = static_cast<double>(p);
-  return op == Op::kAllreduce ? 2.0 * (q - 1) / q : (q - 1) / q;
-}
-
-bool chose(const Sweep& run, const char* algo) {
-  return contains(split_commas(run.cfg.algo), algo);
-}
-
-// The algorithm that carries `op` on the run's backend, as reported in table and JSON.
-std::string algorithm_of(const Sweep& run, Op op) {
-  const std::string& b = run.cfg.backend;
-  switch (op) {
-    case Op::kAllreduce:
-      if (b == "mpi") return chose(run, "ring") ? "ring" : "MPI_Allreduce";
-      return b == "nccl" ? "ncclAllReduce" : "ring";
-    case Op::kCompressed:
-      if (b == "mpi")
-        return chose(run, "alltoall")
-                   ? "onebit_two_phase (MPI_Alltoall)"
-                   : "onebit_two_phase (DeepSpeed MPI: p x MPI_Igather, MPI_Allgather)";
-      return b == "nccl" ? "onebit_two_phase (grouped send/recv, ncclAllGather, fused GPU kernels)"
-                         : "onebit_two_phase";
-    case Op::kSparse:
-      return b == "nccl" ? "compact + ncclAllReduce + scatter" : "compact + ring + scatter";
-    case Op::kAlltoall:
-      return b == "mpi" ? "MPI_Alltoall" : b == "nccl" ? "grouped ncclSend/ncclRecv" : "direct";
-    case Op::kAllgather:
-      return b == "mpi" ? "MPI_Allgather" : b == "nccl" ? "ncclAllGather" : "direct";
-    case Op::kPingpong:
-      return "send + recv between ranks 0 and 1 (half round trip)";
-  }
-  return "";
-}
-
-// nccl-tests' number formatting: the widest of %.2f, %.1f, %.0f that fits, else %e.
-std::string fit(double v, int width) {
-  for (int prec = 2; prec >= 0; --prec) {
-    const std::string s = fmt::format("{:>{}.{}f}", v, width, prec);
-    if (static_cast<int>(s.size()) <= width) return s;
-  }
-  return fmt::format("{:>{}.{}e}", v, width, width >= 7 ? 1 : 0);
-}
-
-std::string wrong_text(const Sweep& run, uint64_t wrong) {
-  return run.cfg.check ? fmt::format("{:>6}", wrong) : "   N/A";
-}
-
-struct Bandwidths {
-  double algbw = 0, busbw = 0, eq_busbw = -1;  // GB/s (1e9 bytes/s); eq_busbw < 0: N/A
-};
-
-Bandwidths bandwidths(const Row& row, const Half& h, int p) {
-  const double t = h.time_us * 1e-6;
-  Bandwidths b;
-  if (t <= 0) return b;
-  b.algbw = static_cast<double>(row.shape.bytes) / t / 1e9;
-  if (dense_factor_op(row.c.op)) {
-    b.busbw = b.algbw * bus_factor(row.c.op, p);
-  } else {
-    b.busbw = static_cast<double>(row.wire_bytes) / t / 1e9;
-    b.eq_busbw = b.algbw * bus_factor(Op::kAllreduce, p);
-  }
-  return b;
-}
-
-std::string now_text() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);  // nccl-tests' format
-  return buf;
-}
-
-void print_preamble(const Sweep& run, int p) {
-  const auto& c = run.cfg;
-  std::printf("# clbo bench collectives: %s on the %s backend, %d ranks\n",
-              join(c.collectives, ",").c_str(), c.backend.c_str(), p);
-  const bool factor = c.step_factor > 1;
-  std::printf(
-      "# nThread %lld nGpus %lld minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %lld "
-      "iters: %lld agg iters: %lld validation: %lld graph: 0 unalign: 0\n",
-      static_cast<long long>(c.nthreads), static_cast<long long>(c.ngpus),
-      static_cast<unsigned long long>(parse_size(c.min_bytes, "-b")),
-      static_cast<unsigned long long>(parse_size(c.max_bytes, "-e")),
-      static_cast<unsigned long long>(factor ? static_cast<uint64_t>(c.step_factor)
-                                             : parse_size(c.step_bytes, "-i")),
-      factor ? "factor" : "bytes", static_cast<long long>(c.warmup),
-      static_cast<long long>(c.iters), static_cast<long long>(c.agg_iters),
-      static_cast<long long>(c.check));
-  if (c.blocking == 1)
-    std::printf("# Blocking Enabled: wait and barrier after each inner iteration (-m) \n");
-  if (c.blocking == 2)
-    std::printf("# Blocking Enabled: wait after each inner iteration (-m), no barrier \n");
-  if (c.blocking == 3)
-    std::printf(
-        "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes "
-        "barrier \n");
-  if (c.run_cycles == 0)
-    std::printf("# -N 0: the sweep repeats until stopped; no JSON result is written\n");
-  std::printf("#\n");
-  for (const Case& k : run.cases) {
-    if (&k != &run.cases.front() && k.op == (&k - 1)->op) continue;
-    std::printf("# %s: %s", op_name(k.op), algorithm_of(run, k.op).c_str());
-    const std::string staged = staging_note(k.op, c.backend);
-    if (!staged.empty()) std::printf("; %s", staged.c_str());
-    std::printf("\n");
-  }
-  std::printf(
-      "# clbo's columns after nccl-tests': eq_busbw (compressed and sparse: size*2(p-1)/p / "
-      "time, the busbw an uncompressed allreduce would need for the same time) out of place "
-      "and in place, and wire_bytes (bytes one call sent per rank, the most any rank sent)\n");
-  const bool ts = c.report_timestamps != 0;
-  const char* time_label = c.report_cputime ? "cputime" : "time";
-  std::printf("#\n");
-  std::printf(
-      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
-      "%s   clbo: out-of-place, in-place, per call\n",
-      "", "", "", "", "", ts ? "                     " : "");
-  std::printf(
-      "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s  %8s  %8s  %12s\n",
-      "size", "count", "type", "redop", "root", time_label, "algbw", "busbw", "#wrong", time_label,
-      "algbw", "busbw", "#wrong", ts ? 19 : 0, ts ? "timestamp" : "", "eq_busbw", "eq_busbw",
-      "wire_bytes");
-  std::printf(
-      "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s  %8s  %8s  %12s\n",
-      "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-      "", ts ? 19 : 0, ts ? "%Y-%m-%d %H:%M:%S" : "", "(GB/s)", "(GB/s)", "(B)");
-  std::fflush(stdout);
-}
-
-void print_row(const Sweep& run, const Row& row, int p) {
-  std::string line = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", row.shape.bytes,
-                                 row.shape.call_count, row.c.type, redop_of(row.c.op), -1);
-  std::string eq;
-  for (const Half* h : {&row.out_of_place, &row.in_place}) {
-    const Bandwidths b = bandwidths(row, *h, p);
-    line += fmt::format("  {}  {}  {}  {}", fit(h->time_us, 7), fit(b.algbw, 6), fit(b.busbw, 6),
-                        wrong_text(run, h->wrong));
-    eq += fmt::format("  {:>8}", b.eq_busbw < 0 ? "N/A" : fit(b.eq_busbw, 8));
-  }
-  if (run.cfg.report_timestamps) line += fmt::format("{:>21}", row.timestamp);
-  line += eq + fmt::format("  {:>12}", row.wire_bytes);
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
-}
-
 nlohmann::json half_json(const Sweep& run, const Row& row, const Half& h, int p) {
   const Bandwidths b = bandwidths(row, h, p);
   nlohmann::json j;
@@ -262,13 +80,6 @@ nlohmann::json half_json(const Sweep& run, const Row& row, const Half& h, int p)
   j["eq_busbw_GBps"] = b.eq_busbw < 0 ? nlohmann::json(nullptr) : nlohmann::json(b.eq_busbw);
   j["wrong"] = run.cfg.check ? nlohmann::json(h.wrong) : nlohmann::json(nullptr);
   return j;
-}
-
-// The half a collective runs without a staging copy: its row-level fields, which readers of
-// earlier results (validate, calibrate) take.
-bool native_in_place(Op op, const std::string& backend) {
-  const std::string note = staging_note(op, backend);
-  return note.empty() || note.rfind("out-of-place", 0) == 0;
 }
 
 nlohmann::json row_json(const Sweep& run, const Row& row, int p) {
@@ -320,64 +131,16 @@ nlohmann::json comparisons(const Sweep& run, const std::vector<Row>& rows) {
   return out;
 }
 
-double reduce_time(const std::vector<double>& all, int64_t average) {
-  switch (average) {
-    case 0:
-      return all.front();
-    case 2:
-      return *std::min_element(all.begin(), all.end());
-    case 3:
-      return *std::max_element(all.begin(), all.end());
-    default: {
-      double s = 0;
-      for (double v : all) s += v;
-      return s / static_cast<double>(all.size());
-    }
-  }
-}
-
-// One half of one row: the untimed sync call, -n timed iterations of -m calls each (with
-// -z's waits and barriers), then -c checked calls.
-Half time_half(RankOps& ops, const Sweep& run, Op op) {
-  using clock = std::chrono::steady_clock;
-  const auto& c = run.cfg;
-  Half h;
-  ops.prepare_timing();
-  ops.run();  // nccl-tests' sync call before timing
-  ops.finish();
-  ops.barrier();
-  const auto t0 = clock::now();
-  double coll_only_s = 0;  // -z 3: the time outside the barriers
-  for (int64_t i = 0; i < c.iters; ++i) {
-    const auto ti = clock::now();
-    for (int64_t a = 0; a < c.agg_iters; ++a) {
-      ops.run();
-      if (c.blocking == 1 || c.blocking == 2) ops.finish();
-      if (c.blocking == 1) ops.barrier();
-    }
-    if (c.blocking == 3) {
-      ops.finish();
-      coll_only_s += std::chrono::duration<double>(clock::now() - ti).count();
-      ops.barrier();
-    }
-  }
-  const double calls = static_cast<double>(c.iters * c.agg_iters);
-  const double cpu_s =
-      c.blocking == 3 ? coll_only_s : std::chrono::duration<double>(clock::now() - t0).count();
-  ops.finish();
-  const double wall_s =
-      c.blocking == 3 ? coll_only_s : std::chrono::duration<double>(clock::now() - t0).count();
-  double us = (c.report_cputime ? cpu_s : wall_s) / calls * 1e6;
-  if (op == Op::kPingpong) us /= 2;  // one call is a round trip
-  h.time_us = reduce_time(ops.gather_over_ranks(us), c.average);
-  for (int64_t k = 0; k < c.check; ++k) {
-    h.wrong = ops.sum_over_ranks(ops.run_checked());
-    if (h.wrong) break;
-  }
-  return h;
-}
-
 }  // namespace
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
 
 std::vector<FixedFlag> fixed_flags() {
   const std::string gpu = "; clbo does not offer it";
@@ -421,40 +184,6 @@ const std::vector<std::string>& nccl_op_names() {
 
 const char* op_name(Op op) {
   return collective_names()[static_cast<size_t>(op)].c_str();
-}
-
-std::string staging_note(Op op, const std::string& backend) {
-  switch (op) {
-    case Op::kAllreduce:
-      if (backend == "nccl") return "";
-      [[fallthrough]];
-    case Op::kCompressed:
-    case Op::kSparse:
-      return "out-of-place copies the input into the output buffer, then runs in place";
-    case Op::kAlltoall:
-    case Op::kAllgather:
-      if (backend == "nccl" && op == Op::kAllgather) return "";
-      return "in-place copies the input out of the output buffer, then runs out of place";
-    case Op::kPingpong:
-      return "";
-  }
-  return "";
-}
-
-Shape shape_for(Op op, uint64_t bytes, size_t elem_bytes, int p) {
-  Shape s;
-  const size_t count = static_cast<size_t>(bytes / elem_bytes);
-  if (op == Op::kAlltoall || op == Op::kAllgather) {
-    // nccl-tests: the per-rank count rounded down to a multiple of 16 bytes.
-    const size_t align = std::max<size_t>(1, 16 / elem_bytes);
-    const size_t per = (count / static_cast<size_t>(p)) / align * align;
-    s.call_count = per;
-    s.buffer_count = per * static_cast<size_t>(p);
-  } else {
-    s.call_count = s.buffer_count = count;
-  }
-  s.bytes = s.buffer_count * elem_bytes;
-  return s;
 }
 
 uint64_t parse_size(const std::string& text, const std::string& flag) {
@@ -630,107 +359,6 @@ void validate(const CollectiveBenchConfig& c) {
       }
 }
 
-std::vector<Row> sweep(RankOps& ops, const Sweep& run) {
-  const int p = ops.size();
-  const bool root = ops.rank() == 0;
-  std::vector<Row> rows;
-  if (root) print_preamble(run, p);
-  for (int64_t cycle = 0; run.cfg.run_cycles == 0 || cycle < run.cfg.run_cycles; ++cycle) {
-    for (const Case& k : run.cases) {
-      if (run.cfg.warmup > 0) {
-        // nccl-tests warms every size up (out of place) before the timed pass.
-        ops.set_in_place(false);
-        for (uint64_t bytes : run.sizes) {
-          const Shape s = shape_for(k.op, bytes, k.elem_bytes, p);
-          if (s.call_count == 0) continue;
-          ops.setup(k, s.buffer_count);
-          ops.prepare_timing();
-          for (int64_t w = 0; w < run.cfg.warmup; ++w) ops.run();
-          ops.finish();
-        }
-      }
-      for (uint64_t bytes : run.sizes) {
-        Row row;
-        row.c = k;
-        row.cycle = cycle;
-        row.shape = shape_for(k.op, bytes, k.elem_bytes, p);
-        if (row.shape.call_count == 0)
-          throw InputError(
-              kWhere, "-b", run.cfg.min_bytes,
-              fmt::format("too small for {} at p = {} with {} elements (needs at "
-                          "least {} bytes)",
-                          op_name(k.op), p, k.type,
-                          std::max<size_t>(16, k.elem_bytes) * static_cast<size_t>(p)));
-        if (k.op == Op::kPingpong && p < 2)
-          throw InputError(kWhere, "--collective", "pingpong", "needs at least 2 ranks");
-        ops.setup(k, row.shape.buffer_count);
-        ops.set_in_place(true);
-        row.wire_bytes = ops.max_over_ranks_u64(ops.run_counted());
-        ops.set_in_place(false);
-        row.out_of_place = time_half(ops, run, k.op);
-        ops.set_in_place(true);
-        row.in_place = time_half(ops, run, k.op);
-        if (run.cfg.report_timestamps) row.timestamp = now_text();
-        if (root) {
-          print_row(run, row, p);
-          if (run.cfg.run_cycles > 0) rows.push_back(row);
-        }
-      }
-    }
-  }
-  return rows;
-}
-
-void fill_uniform(float* x, size_t n, uint64_t seed, int rank) {
-  for (size_t q = 0; q < (n + 3) / 4; ++q) {
-    const Philox4x32 r = philox4x32_10(
-        static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32), static_cast<uint32_t>(rank),
-        0x636c626f /* "clbo" */, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-    for (size_t w = 0; w < 4 && 4 * q + w < n; ++w)
-      x[4 * q + w] = static_cast<float>(static_cast<int32_t>(r.v[w])) * 0x1p-31f;  // [-1, 1)
-  }
-}
-
-const std::vector<float>& reference_compressed(int p, size_t n, uint64_t seed) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, size_t, uint64_t>, std::vector<float>> cache;
-  std::lock_guard lock(mu);
-  auto key = std::make_tuple(p, n, seed);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  cache.clear();  // one size at a time keeps memory bounded
-  const size_t n_pad = clbo::onebit_padded_size(n, p), c = n_pad / static_cast<size_t>(p);
-  std::vector<std::vector<uint8_t>> packed(static_cast<size_t>(p));
-  std::vector<float> scales(static_cast<size_t>(p));
-  {
-    std::vector<float> x(n), err(n_pad);
-    for (int r = 0; r < p; ++r) {
-      fill_uniform(x.data(), n, seed, r);
-      std::fill(err.begin(), err.end(), 0.0f);
-      scales[static_cast<size_t>(r)] =
-          kernels::rms_scale(kernels::ref::ef_sumsq(x.data(), n, err.data(), n_pad), n_pad);
-      packed[static_cast<size_t>(r)].resize(n_pad / 8);
-      kernels::ref::ef_sign_pack(x.data(), n, err.data(), n_pad, scales[static_cast<size_t>(r)],
-                                 packed[static_cast<size_t>(r)].data());
-    }
-  }
-  std::vector<float> out(n);
-  std::vector<float> server_err(c);
-  std::vector<uint8_t> signs(c / 8);
-  std::vector<const uint8_t*> pieces(static_cast<size_t>(p));
-  for (int j = 0; j < p; ++j) {
-    for (int r = 0; r < p; ++r)
-      pieces[static_cast<size_t>(r)] = packed[static_cast<size_t>(r)].data() + j * (c / 8);
-    std::fill(server_err.begin(), server_err.end(), 0.0f);
-    const float s = kernels::ref::server_step(pieces.data(), scales.data(), p, server_err.data(), c,
-                                              signs.data());
-    const size_t begin = static_cast<size_t>(j) * c;
-    if (begin < n)
-      kernels::ref::unpack_scale(signs.data(), std::min(c, n - begin), s, out.data() + begin);
-  }
-  return cache.emplace(key, std::move(out)).first->second;
-}
-
 int run_collective_bench(const CollectiveBenchConfig& cfg) {
   validate(cfg);
   const bool write_json = !cfg.output_file.empty() && cfg.run_cycles > 0;
@@ -786,11 +414,7 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
   const char* min_bw_env = std::getenv("NCCL_TESTS_MIN_BW");
   const double min_bw = min_bw_env ? std::atof(min_bw_env) : -1;
   const bool bw_ok = min_bw < 0 || avg_bw >= min_bw * 0.9;
-  std::printf("# %-20s : %llu %s\n", "Out of bounds values",
-              static_cast<unsigned long long>(out_of_bounds), out_of_bounds ? "FAILED" : "OK");
-  std::printf("# %-20s : %g %s\n", "Avg bus bandwidth", avg_bw,
-              min_bw < 0 ? "" : (bw_ok ? "OK" : "FAILED"));
-  std::printf("#\n# Collective test concluded: clbo bench collectives\n#\n");
+  print_footer(out_of_bounds, avg_bw, min_bw);
 
   if (write_json) {
     nlohmann::json result;
@@ -798,7 +422,6 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
     result["measured"] = true;
     nlohmann::json config;
     config["collectives"] = run.cfg.collectives;
-    config["ops"] = run.cfg.collectives;  // the name earlier results used
     config["backend"] = cfg.backend;
     config["op"] = cfg.op;
     config["datatype"] = cfg.datatype;
