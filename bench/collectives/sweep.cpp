@@ -72,41 +72,45 @@ Half time_half(RankOps& ops, const Sweep& run, Op op) {
   return h;
 }
 
+// Every size of `k` must fit at p ranks, checked before anything runs.
+void check_case(const Sweep& run, const Case& k, int p) {
+  if (k.op == Op::kPingpong && p < 2)
+    throw InputError(kWhere, "--collective", "pingpong", "needs at least 2 ranks");
+  for (uint64_t bytes : run.sizes)
+    if (shape_for(k.op, bytes, k.elem_bytes, p).call_count == 0)
+      throw InputError(kWhere, "-b", run.cfg.min_bytes,
+                       fmt::format("too small for {} at p = {} with {} elements (needs at least "
+                                   "{} bytes)",
+                                   op_name(k.op), p, k.type,
+                                   std::max<size_t>(16, k.elem_bytes) * static_cast<size_t>(p)));
+}
+
 }  // namespace
 
+// As nccl-tests: per case (collective and type) every size warmed up, then the sizes -N
+// times.
 std::vector<Row> sweep(RankOps& ops, const Sweep& run) {
   const int p = ops.size();
   const bool root = ops.rank() == 0;
+  for (const Case& k : run.cases) check_case(run, k, p);
   std::vector<Row> rows;
   if (root) print_preamble(run, p);
-  for (int64_t cycle = 0; run.cfg.run_cycles == 0 || cycle < run.cfg.run_cycles; ++cycle) {
-    for (const Case& k : run.cases) {
-      if (run.cfg.warmup > 0) {
-        // nccl-tests warms every size up (out of place) before the timed pass.
-        ops.set_in_place(false);
-        for (uint64_t bytes : run.sizes) {
-          const Shape s = shape_for(k.op, bytes, k.elem_bytes, p);
-          if (s.call_count == 0) continue;
-          ops.setup(k, s.buffer_count);
-          ops.prepare_timing();
-          for (int64_t w = 0; w < run.cfg.warmup; ++w) ops.run();
-          ops.finish();
-        }
+  for (const Case& k : run.cases) {
+    if (run.cfg.warmup > 0) {
+      ops.set_in_place(false);
+      for (uint64_t bytes : run.sizes) {
+        ops.setup(k, shape_for(k.op, bytes, k.elem_bytes, p).buffer_count);
+        ops.prepare_timing();
+        for (int64_t w = 0; w < run.cfg.warmup; ++w) ops.run();
+        ops.finish();
       }
+    }
+    for (int64_t cycle = 0; run.cfg.run_cycles == 0 || cycle < run.cfg.run_cycles; ++cycle) {
       for (uint64_t bytes : run.sizes) {
         Row row;
         row.c = k;
         row.cycle = cycle;
         row.shape = shape_for(k.op, bytes, k.elem_bytes, p);
-        if (row.shape.call_count == 0)
-          throw InputError(
-              kWhere, "-b", run.cfg.min_bytes,
-              fmt::format("too small for {} at p = {} with {} elements (needs at "
-                          "least {} bytes)",
-                          op_name(k.op), p, k.type,
-                          std::max<size_t>(16, k.elem_bytes) * static_cast<size_t>(p)));
-        if (k.op == Op::kPingpong && p < 2)
-          throw InputError(kWhere, "--collective", "pingpong", "needs at least 2 ranks");
         ops.setup(k, row.shape.buffer_count);
         ops.set_in_place(true);
         row.wire_bytes = ops.max_over_ranks_u64(ops.run_counted());

@@ -87,7 +87,8 @@ class NcclTestsFormat(unittest.TestCase):
             rows = nccl_tests_rows(out)
             types = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float",
                      "double", "bfloat16", "f8e4m3", "f8e5m2"]
-            self.assertEqual([r["type"] for r in rows], types * 2)  # -N 2: the sweep twice
+            # nccl-tests' order: per type every size -N times (here one size, twice)
+            self.assertEqual([r["type"] for r in rows], [t for t in types for _ in (1, 2)])
             for r in rows:
                 self.assertEqual((r["redop"], r["oop_wrong"], r["ip_wrong"]), ("none", "N/A", "N/A"))
                 self.assertEqual(r["size"], 64)
