@@ -20,6 +20,7 @@
 #include "clbo/core/results.hpp"
 #include "cli.hpp"
 #include "gbench_flags.hpp"
+#include "gbench_json.hpp"
 
 extern char** environ;
 
@@ -59,23 +60,6 @@ std::string result_file_name(std::string binary) {
   return binary + ".json";
 }
 
-// Google Benchmark's JSON of one binary with clbo's metadata under context.clbo: still the
-// file tools/compare.py reads, now saying how it was produced.
-nlohmann::json with_clbo_context(nlohmann::json raw, const std::string& name,
-                                 const std::vector<std::string>& args, const std::string& file) {
-  if (!raw.is_object() || !raw.contains("context") || !raw["context"].is_object() ||
-      !raw.contains("benchmarks") || !raw["benchmarks"].is_array())
-    throw clbo::Error(file + ": " + name +
-                      " wrote no Google Benchmark JSON (context and benchmarks expected)");
-  // The schema stays at the top, where every clbo results file names it (results/SCHEMA.md);
-  // compare.py reads only "benchmarks" and ignores it.
-  raw["schema"] = "clbo.bench.kernels/2";
-  raw["context"]["clbo"] = {{"environment", clbo::environment_json()},
-                            {"config", {{"binary", name}, {"args", args}}},
-                            {"measured", true}};
-  return raw;
-}
-
 // Runs one binary with its JSON going to a scratch file, then writes `target` atomically,
 // so the target never holds a half-written or metadata-less file. Returns the exit status.
 int run_to_json(const fs::path& bin, const std::string& name, std::vector<std::string> args,
@@ -102,8 +86,9 @@ int run_to_json(const fs::path& bin, const std::string& name, std::vector<std::s
     throw;
   }
   fs::remove(raw, ec);
-  clbo::write_json_atomic(target.string(),
-                          with_clbo_context(std::move(raw_json), name, recorded, target.string()));
+  clbo::write_json_atomic(
+      target.string(), clbo::bench::with_clbo_context(std::move(raw_json), name, recorded,
+                                                      clbo::environment_json(), target.string()));
   std::cout << "wrote " << target.string() << std::endl;
   return 0;
 }

@@ -92,7 +92,8 @@ class NcclTestsFormat(unittest.TestCase):
             for r in rows:
                 self.assertEqual((r["redop"], r["oop_wrong"], r["ip_wrong"]), ("none", "N/A", "N/A"))
                 self.assertEqual(r["size"], 64)
-            doc = json.load(open(path))
+            with open(path) as f:
+                doc = json.load(f)
             self.assertEqual(doc["schema"], "clbo.bench.collectives/1")
             self.assertEqual(len(doc["rows"]), 24)
             self.assertEqual(doc["out_of_bounds"], {"count": 0, "okay": True})
