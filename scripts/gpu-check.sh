@@ -99,7 +99,7 @@ cuda_tests() {
 }
 
 kernel_bench() {
-  # clbo wraps the binary's Google Benchmark JSON in its clbo.bench.kernels/1 envelope.
+  # Google Benchmark's JSON with clbo's metadata in its context (clbo.bench.kernels/2).
   "$BUILD/bin/clbo" bench kernels --cuda -o "$DEST" --benchmark_counters_tabular=true
 }
 

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   integer("-m,--agg_iters", cfg.agg_iters,
           "Calls per timed iteration (time is per call; clbo issues them back to back)");
   integer("-w,--warmup_iters", cfg.warmup, "Untimed iterations of every size first");
-  integer("-N,--run_cycles", cfg.run_cycles, "Run and print the sweep N times (0: until stopped)");
+  integer("-N,--run_cycles", cfg.run_cycles,
+          "Run and print the sizes of each collective and type N times (0: until stopped)");
   integer("-c,--check", cfg.check, "Checked iterations per size and half (0: no check)");
   app.add_option("-o,--op", cfg.op,
                  "Reduction op: sum|prod|max|min|avg|mulsum|all (clbo's sums reduce with sum)")
