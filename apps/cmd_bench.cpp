@@ -2,9 +2,11 @@
 // or nccl backend; runs the clbo_bench_collectives binary built beside clbo
 // (bench/collectives/).
 // `clbo bench kernels`: runs the Google Benchmark binaries built beside clbo
-// (bench_kernels_cpu, bench_kernels_cuda), forwarding the arguments it does not know; with
-// -o DIR it writes DIR/kernels-cpu.json (kernels-cuda.json), Google Benchmark's JSON inside a
-// clbo.bench.kernels/1 envelope (results/SCHEMA.md).
+// (bench_kernels_cpu, bench_kernels_cuda), forwarding every Google Benchmark flag. A JSON
+// result (-o DIR: DIR/kernels-cpu.json, kernels-cuda.json; or the user's own
+// --benchmark_out=FILE) is Google Benchmark's JSON as the binary wrote it, which
+// tools/compare.py reads as it is, with clbo's metadata added under context.clbo and the
+// schema (clbo.bench.kernels/2, results/SCHEMA.md) at the top, written atomically.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -14,8 +16,11 @@
 #include "child_process.hpp"
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/core/output_file.hpp"
 #include "clbo/core/results.hpp"
 #include "cli.hpp"
+#include "gbench_flags.hpp"
+#include "gbench_json.hpp"
 
 extern char** environ;
 
@@ -25,7 +30,7 @@ namespace fs = std::filesystem;
 
 struct KernelBenchOptions {
   bool cpu_only = false, cuda_only = false;
-  std::string out_dir;  // one clbo.bench.kernels/1 JSON per binary when set
+  std::string out_dir;  // one clbo.bench.kernels/2 JSON per binary when set
   std::vector<std::string> extra;
 };
 
@@ -55,62 +60,91 @@ std::string result_file_name(std::string binary) {
   return binary + ".json";
 }
 
+// Runs one binary with its JSON going to a scratch file, then writes `target` atomically,
+// so the target never holds a half-written or metadata-less file. Returns the exit status.
+int run_to_json(const fs::path& bin, const std::string& name, std::vector<std::string> args,
+                const fs::path& target) {
+  // An uncommitted AtomicOutput: its temporary is the scratch file, removed on every exit.
+  clbo::AtomicOutput scratch(target.string() + ".raw", "--benchmark_out");
+  const fs::path raw = scratch.temp();
+  const std::vector<std::string> recorded = args;
+  args.push_back("--benchmark_out=" + raw.string());
+  args.push_back("--benchmark_out_format=json");
+  const int rc = run_binary(bin, args);
+  std::error_code ec;
+  if (rc != 0 || !fs::exists(raw, ec) || fs::file_size(raw, ec) == 0) {
+    fs::remove(raw, ec);
+    std::cerr << "clbo bench kernels: " << name << " wrote no results (exit " << rc << "); "
+              << target.string() << " not written" << std::endl;
+    return rc;
+  }
+  nlohmann::json raw_json;
+  try {
+    raw_json = clbo::load_json_file(raw.string());
+  } catch (...) {
+    fs::remove(raw, ec);
+    throw;
+  }
+  fs::remove(raw, ec);
+  clbo::write_json_atomic(
+      target.string(), clbo::bench::with_clbo_context(std::move(raw_json), name, recorded,
+                                                      clbo::environment_json(), target.string()));
+  std::cout << "wrote " << target.string() << std::endl;
+  return 0;
+}
+
 int run_kernel_benchmarks(const KernelBenchOptions& o) {
   std::vector<std::string> names;
   if (!o.cuda_only) names.push_back("bench_kernels_cpu");
   if (!o.cpu_only) names.push_back("bench_kernels_cuda");
-  int worst = 0;
-  bool any = false;
+  std::vector<std::pair<std::string, fs::path>> built;
   for (const auto& name : names) {
     const fs::path bin = clbo::cli::sibling_binary(name);
-    if (!fs::exists(bin)) {
-      std::cerr << "clbo bench kernels: " << bin.string() << " was not built (CLBO_BUILD_BENCH=ON"
-                << (name == "bench_kernels_cuda" ? " and nvcc at configure time" : "") << ")"
-                << std::endl;
+    if (fs::exists(bin)) {
+      built.emplace_back(name, bin);
       continue;
     }
-    any = true;
-    if (o.out_dir.empty()) {
-      worst = std::max(worst, run_binary(bin, o.extra));
-      continue;
-    }
-    // Google Benchmark writes its raw JSON to a temporary; clbo then writes the enveloped
-    // result atomically, so DIR never holds a half-written or envelope-less file.
-    const fs::path target = fs::path(o.out_dir) / result_file_name(name);
-    // An uncommitted AtomicOutput: its temporary is the scratch file, removed on every exit.
-    clbo::AtomicOutput scratch(target.string() + ".raw", "-o");
-    const fs::path raw = scratch.temp();
-    std::vector<std::string> args = o.extra;
-    args.push_back("--benchmark_out=" + raw.string());
-    args.push_back("--benchmark_out_format=json");
-    const int rc = run_binary(bin, args);
-    worst = std::max(worst, rc);
-    std::error_code ec;
-    if (rc != 0 || !fs::exists(raw, ec)) {
-      fs::remove(raw, ec);
-      std::cerr << "clbo bench kernels: " << name << " failed (exit " << rc << "); "
-                << target.string() << " not written" << std::endl;
-      continue;
-    }
-    nlohmann::json raw_json;
-    try {
-      raw_json = clbo::load_json_file(raw.string());
-    } catch (...) {
-      fs::remove(raw, ec);
-      throw;
-    }
-    fs::remove(raw, ec);
-    const nlohmann::json result = {{"schema", "clbo.bench.kernels/1"},
-                                   {"environment", clbo::environment_json()},
-                                   {"config", {{"binary", name}, {"args", o.extra}}},
-                                   {"measured", true},
-                                   {"benchmark", raw_json}};
-    clbo::write_json_atomic(target.string(), result);
-    std::cout << "wrote " << target.string() << std::endl;
+    std::cerr << "clbo bench kernels: " << bin.string() << " was not built (CLBO_BUILD_BENCH=ON"
+              << (name == "bench_kernels_cuda" ? " and nvcc at configure time" : "") << ")"
+              << std::endl;
   }
-  if (!any)
+  if (built.empty())
     throw clbo::InputError("clbo bench kernels", "binaries", clbo::cli::sibling_binary("").string(),
                            "no kernel benchmark binary found beside clbo");
+  // The user's --benchmark_out=FILE in JSON (Google Benchmark's default format) gets the same
+  // treatment as -o; other formats go to Google Benchmark untouched.
+  const auto user_out = clbo::bench::gbench_flag(o.extra, "benchmark_out");
+  const bool user_json =
+      user_out && !user_out->empty() &&
+      clbo::bench::gbench_flag(o.extra, "benchmark_out_format").value_or("json") == "json";
+  const bool listing = clbo::bench::gbench_bool_flag(o.extra, "benchmark_list_tests");
+  if (user_json && !o.out_dir.empty())
+    throw clbo::InputError("clbo bench kernels", "--benchmark_out", *user_out,
+                           "give either -o DIR or --benchmark_out=FILE, not both");
+  if (user_json && !listing && built.size() > 1)
+    throw clbo::InputError("clbo bench kernels", "--benchmark_out", *user_out,
+                           "names one file but two binaries would run; add --cpu or --cuda, or "
+                           "use -o DIR for one file per binary");
+  std::vector<std::string> forwarded;
+  for (const auto& a : o.extra)
+    if (!(user_json &&
+          (a.rfind("--benchmark_out=", 0) == 0 || a.rfind("--benchmark_out_format=", 0) == 0)))
+      forwarded.push_back(a);
+  if (user_json && !listing) clbo::check_output_path(*user_out, "--benchmark_out");
+  if (!o.out_dir.empty() && !listing)
+    for (const auto& [name, bin] : built)
+      clbo::check_output_path((fs::path(o.out_dir) / result_file_name(name)).string(), "-o");
+  int worst = 0;
+  for (const auto& [name, bin] : built) {
+    // Listing writes no results: Google Benchmark would leave an empty output file.
+    if (listing || (o.out_dir.empty() && !user_json)) {
+      worst = std::max(worst, run_binary(bin, listing ? forwarded : o.extra));
+      continue;
+    }
+    const fs::path target =
+        user_json ? fs::path(*user_out) : fs::path(o.out_dir) / result_file_name(name);
+    worst = std::max(worst, run_to_json(bin, name, forwarded, target));
+  }
   return worst;
 }
 
@@ -136,12 +170,14 @@ clbo::cli::Registrar reg(
       auto kopt = std::make_shared<KernelBenchOptions>();
       CLI::App* kern = sub.add_subcommand(
           "kernels",
-          "Run the Google Benchmark kernel binaries (CPU and CUDA); other arguments go to "
-          "them, e.g. --benchmark_filter=Compress");
+          "Run the Google Benchmark kernel binaries (CPU and CUDA); every Google Benchmark "
+          "flag goes to them (--benchmark_filter, --benchmark_min_time, --benchmark_out=FILE, "
+          "--benchmark_list_tests, ...)");
       kern->add_flag("--cpu", kopt->cpu_only, "CPU kernels only");
       kern->add_flag("--cuda", kopt->cuda_only, "CUDA kernels only");
       kern->add_option("-o,--out", kopt->out_dir,
-                       "Folder for one JSON file per binary (schema clbo.bench.kernels/1)");
+                       "Folder for one JSON file per binary (kernels-cpu.json, kernels-cuda.json: "
+                       "Google Benchmark's JSON with clbo's metadata in its context)");
       kern->allow_extras();
       kern->prefix_command();  // everything it does not know passes on to the binaries
       kern->callback([action, kopt, kern] {

@@ -264,11 +264,11 @@ Reproduction make_reproduction(const Options& o) {
   for (const std::string op : {"allreduce", "compressed"}) {
     const fs::path file = bench / ("collectives-local-" + op + ".json");
     produced.push_back(file);
-    Step s = make_step("bench", false, "bench collectives --backend local --op " + op);
-    std::vector<std::string> cmd = {"clbo", "bench", "collectives", "--backend", "local",
-                                    "--op", op};
+    Step s = make_step("bench", false, "bench collectives --backend local --collective " + op);
+    std::vector<std::string> cmd = {"clbo", "bench", "collectives",  "--backend", "local",
+                                    "-t",   "4",     "--collective", op};
     cmd.insert(cmd.end(), kCollectiveSweep.begin(), kCollectiveSweep.end());
-    cmd.insert(cmd.end(), {"-o", arg_path(p, file)});
+    cmd.insert(cmd.end(), {"-J", arg_path(p, file)});
     s.commands.push_back(cmd);
     p.steps.push_back(s);
   }
@@ -291,11 +291,13 @@ Reproduction make_reproduction(const Options& o) {
       for (const std::string op : {"allreduce", "compressed"}) {
         const fs::path file = gpu / ("collectives-nccl-p1-" + op + ".json");
         produced.push_back(file);
-        Step s = make_step("gpu", false, "bench collectives --backend nccl --ngpus 1 --op " + op);
-        std::vector<std::string> cmd = {"clbo",    "bench", "collectives", "--backend", "nccl",
-                                        "--ngpus", "1",     "--op",        op};
+        Step s = make_step("gpu", false,
+                           "bench collectives --backend nccl --ngpus 1 --collective " + op);
+        std::vector<std::string> cmd = {"clbo", "bench", "collectives", "--backend", "nccl",
+                                        "-g",   "1",     "-t",          "1",         "--collective",
+                                        op};
         cmd.insert(cmd.end(), kCollectiveSweep.begin(), kCollectiveSweep.end());
-        cmd.insert(cmd.end(), {"-o", arg_path(p, file)});
+        cmd.insert(cmd.end(), {"-J", arg_path(p, file)});
         s.commands.push_back(cmd);
         p.steps.push_back(s);
       }

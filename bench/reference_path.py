@@ -28,8 +28,9 @@ P = 4  # workers whose pieces the server step combines
 
 
 def load_clbo(path):
-    """{(benchmark, n): mean milliseconds} from a Google Benchmark JSON file, raw or in
-    clbo's clbo.bench.kernels/1 envelope (results/SCHEMA.md)."""
+    """{(benchmark, n): mean milliseconds} from a Google Benchmark JSON file: raw, as
+    `clbo bench kernels` writes it (clbo.bench.kernels/2), or in the clbo.bench.kernels/1
+    envelope of earlier versions (results/SCHEMA.md)."""
     with open(path) as f:
         data = json.load(f)
     if data.get("schema") == "clbo.bench.kernels/1":

@@ -99,13 +99,13 @@ cuda_tests() {
 }
 
 kernel_bench() {
-  # clbo wraps the binary's Google Benchmark JSON in its clbo.bench.kernels/1 envelope.
+  # Google Benchmark's JSON with clbo's metadata in its context (clbo.bench.kernels/2).
   "$BUILD/bin/clbo" bench kernels --cuda -o "$DEST" --benchmark_counters_tabular=true
 }
 
 nccl_bench() {
-  "$BUILD/bin/clbo_bench_collectives" --backend nccl --ngpus 1 --op compressed,allreduce,sparse \
-    -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -o "$DEST/collectives-nccl-p1.json"
+  "$BUILD/bin/clbo_bench_collectives" --backend nccl -g 1 --collective compressed,allreduce,sparse \
+    -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -J "$DEST/collectives-nccl-p1.json"
 }
 
 reference_path() {

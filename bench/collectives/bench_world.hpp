@@ -12,28 +12,59 @@
 
 namespace clbo::bench {
 
-// What one benchmark run measures: the validated flags, the ops and the message sizes of the
-// sweep, and the element size of the datatype.
+// One benchmarked combination: a collective at one element type (-d all gives several).
+struct Case {
+  Op op = Op::kAllreduce;
+  std::string type = "float";  // nccl-tests' type name
+  size_t elem_bytes = 4;
+};
+
+// What one benchmark run measures: the validated flags, the cases and the requested message
+// sizes of the sweep.
 struct Sweep {
   CollectiveBenchConfig cfg;
-  std::vector<Op> ops;
-  std::vector<uint64_t> sizes;  // bytes, ascending
-  size_t elem_bytes = 4;        // of cfg.dtype
+  std::vector<Case> cases;
+  std::vector<uint64_t> sizes;  // bytes, ascending (-b, -e, -f, -i)
+};
+
+// The buffers of one call at a requested size, as nccl-tests sizes them.
+struct Shape {
+  size_t buffer_count = 0;  // elements of the largest buffer (what RankOps::setup allocates)
+  size_t call_count = 0;    // the count column: per rank (allreduce) or per peer/contribution
+  uint64_t bytes = 0;       // the size column: buffer_count x element bytes
+};
+// 0 counts mean the size is too small for the op at p ranks.
+Shape shape_for(Op op, uint64_t bytes, size_t elem_bytes, int p);
+
+// One half of a row (out-of-place or in-place).
+struct Half {
+  double time_us = 0;  // per call, reduced over ranks as -a says (pingpong: one way)
+  uint64_t wrong = 0;  // wrong elements in the checked calls, all ranks
 };
 
 struct Row {
-  Op op = Op::kAllreduce;
-  uint64_t bytes = 0;
-  size_t count = 0;  // elements of one rank's buffer (allgather: of the gathered buffer)
-  double time_us = 0;
-  uint64_t wire_bytes = 0, wrong = 0;
+  Case c;
+  Shape shape;
+  int64_t cycle = 0;  // -N
+  uint64_t wire_bytes = 0;
+  Half out_of_place, in_place;
+  std::string timestamp;  // -S 1
 };
 
 const char* op_name(Op op);
+std::vector<std::string> split_commas(const std::string& s);
 
-// Elements in one rank's buffer for `op` at `bytes`, following nccl-tests (alltoall and
-// allgather round down to a multiple of p). 0 means the size is too small for the op.
-size_t count_for(Op op, uint64_t bytes, size_t elem_bytes, int p);
+// ---- what a row means (row_meaning.cpp) -------------------------------------------------
+
+// The redop column: what the collective computes (sum, 1b-avg, or nccl-tests' "none").
+const char* redop_of(Op op);
+// The algorithm that carries `op` on the run's backend, as reported in table and JSON.
+std::string algorithm_of(const Sweep& run, Op op);
+
+struct Bandwidths {
+  double algbw = 0, busbw = 0, eq_busbw = -1;  // GB/s (1e9 bytes/s); eq_busbw < 0: N/A
+};
+Bandwidths bandwidths(const Row& row, const Half& h, int p);
 
 // One rank's side of the benchmark. The driver calls every method on every rank in the same
 // order; the collective ones (barrier, *_over_ranks, the runs) must be called by all.
@@ -43,22 +74,40 @@ class RankOps {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual void barrier() = 0;
-  virtual double max_over_ranks(double v) = 0;
+  virtual std::vector<double> gather_over_ranks(double v) = 0;  // every rank's v, rank order
   virtual uint64_t max_over_ranks_u64(uint64_t v) = 0;
   virtual uint64_t sum_over_ranks(uint64_t v) = 0;
-  // Allocates for op at `count` elements and agrees on (op, count) with every rank.
-  virtual void setup(Op op, size_t count) = 0;
+  // Allocates for `c` at `count` elements (Shape::buffer_count) and agrees on it with every
+  // rank.
+  virtual void setup(const Case& c, size_t count) = 0;
+  // Out-of-place (separate send and receive buffers) or in-place; where the library has only
+  // one of the two, the other stages the input through a local copy (staging_note says so).
+  virtual void set_in_place(bool in_place) = 0;
   // One call on the check inputs with fresh state; returns this rank's wrong elements.
   virtual uint64_t run_checked() = 0;
   // One call; returns the bytes this rank sent, as its backend counts them.
   virtual uint64_t run_counted() = 0;
-  // Loads the inputs timed runs use (they keep running in place on them).
+  // Loads the inputs timed runs use (they keep running on them).
   virtual void prepare_timing() = 0;
   virtual void run() = 0;
   virtual void finish() {}  // waits for queued device work
   // Backend details for the result's environment block (library versions, devices).
   virtual nlohmann::json describe() const = 0;
 };
+
+// Which half of `op` the `backend` stages through a local copy ("" = both are native).
+std::string staging_note(Op op, const std::string& backend);
+// The half a collective runs without a staging copy: its row-level JSON fields, which
+// readers of earlier results (validate, calibrate) take.
+bool native_in_place(Op op, const std::string& backend);
+
+// ---- nccl-tests' text output (nccl_table.cpp), rank 0 only ------------------------------
+
+std::string now_text();  // nccl-tests' timestamp format
+void print_preamble(const Sweep& run, int p);
+void print_row(const Sweep& run, const Row& row, int p);
+// min_busbw < 0: no NCCL_TESTS_MIN_BW to check against.
+void print_footer(uint64_t out_of_bounds, double avg_busbw, double min_busbw);
 
 // Runs the sweep of `run` on this rank; rank 0 prints each row as it completes and gets
 // every row back (other ranks get an empty vector).

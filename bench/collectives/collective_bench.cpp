@@ -1,27 +1,137 @@
-// `clbo bench collectives`: validation, the size sweep, the table and the JSON result.
+// `clbo bench collectives`: the names, nccl-tests' size syntax, validation of every flag
+// before any work, and the run with its JSON result (the sweep is sweep.cpp, the table
+// nccl_table.cpp).
 #include "collective_bench.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <cstdlib>
 #include <map>
-#include <mutex>
 #include <sstream>
 
 #include "bench_world.hpp"
 #include "clbo/core/error.hpp"
-#include "clbo/core/philox.hpp"
+#include "clbo/core/output_file.hpp"
 #include "clbo/core/results.hpp"
-#include "clbo/kernels/onebit.hpp"
 
 namespace clbo::bench {
 
 namespace {
 
 constexpr const char* kWhere = "clbo bench collectives";
+constexpr size_t kMaxSizes = 10000;  // a sweep longer than this is a typo in -i
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void require_name(const std::string& flag, const std::string& value,
+                  const std::vector<std::string>& names, const char* what,
+                  const std::string& hint = "") {
+  if (!contains(names, value))
+    throw InputError(kWhere, flag, value,
+                     fmt::format("unknown {}; choose one of {}{}{}", what, join(names, ", "),
+                                 did_you_mean(value, names), hint));
+}
+
+Op op_from_name(const std::string& s) {
+  const auto& names = collective_names();
+  return static_cast<Op>(std::find(names.begin(), names.end(), s) - names.begin());
+}
+
+// nccl-tests' element sizes, in nccl_type_names() order.
+size_t type_size(const std::string& t) {
+  static const std::map<std::string, size_t> sizes = {
+      {"int8", 1}, {"uint8", 1}, {"int32", 4},  {"uint32", 4},   {"int64", 8},  {"uint64", 8},
+      {"half", 2}, {"float", 4}, {"double", 8}, {"bfloat16", 2}, {"f8e4m3", 1}, {"f8e5m2", 1}};
+  return sizes.at(t);
+}
+
+bool moves_bytes(Op op) {
+  return op == Op::kAlltoall || op == Op::kAllgather || op == Op::kPingpong;
+}
+
+// The element types `op` runs at on `backend`: the data-movement ops take any type (they
+// move bytes); the sums take what clbo's kernels add (fp32, and fp16 on the wire); the
+// compressed allreduce takes fp32 (its wire format is 1 bit).
+std::vector<std::string> types_of(Op op, const CollectiveBenchConfig& c) {
+  if (moves_bytes(op)) return nccl_type_names();
+  if (op == Op::kCompressed) return {"float"};
+  const bool mpi_native = c.backend == "mpi" && !contains(split_commas(c.algo), "ring");
+  if (op == Op::kAllreduce && mpi_native) return {"float"};  // MPI has no fp16 sum
+  return {"float", "half"};
+}
+
+nlohmann::json half_json(const Sweep& run, const Row& row, const Half& h, int p) {
+  const Bandwidths b = bandwidths(row, h, p);
+  nlohmann::json j;
+  j["time_us"] = h.time_us;  // with -C 1 the time to issue the calls (definitions say so)
+  j["algbw_GBps"] = b.algbw;
+  j["busbw_GBps"] = b.busbw;
+  j["eq_busbw_GBps"] = b.eq_busbw < 0 ? nlohmann::json(nullptr) : nlohmann::json(b.eq_busbw);
+  j["wrong"] = run.cfg.check ? nlohmann::json(h.wrong) : nlohmann::json(nullptr);
+  return j;
+}
+
+nlohmann::json row_json(const Sweep& run, const Row& row, int p) {
+  nlohmann::json j;
+  j["op"] = op_name(row.c.op);
+  j["algorithm"] = algorithm_of(run, row.c.op);
+  j["size_bytes"] = row.shape.bytes;
+  j["count"] = row.shape.call_count;
+  j["type"] = row.c.type;
+  j["redop"] = redop_of(row.c.op);
+  j["root"] = -1;
+  j["cycle"] = row.cycle;
+  j["wire_bytes"] = row.wire_bytes;
+  const bool in_place = native_in_place(row.c.op, run.cfg.backend);
+  j["half"] = in_place ? "in_place" : "out_of_place";
+  j.update(half_json(run, row, in_place ? row.in_place : row.out_of_place, p));
+  j["out_of_place"] = half_json(run, row, row.out_of_place, p);
+  j["in_place"] = half_json(run, row, row.in_place, p);
+  if (!row.timestamp.empty()) j["timestamp"] = row.timestamp;
+  return j;
+}
+
+// compressed vs allreduce at each size both were run at (their native halves): the bytes
+// and time ratios (allreduce / compressed).
+nlohmann::json comparisons(const Sweep& run, const std::vector<Row>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  auto native = [&](const Row& r) {
+    return native_in_place(r.c.op, run.cfg.backend) ? r.in_place : r.out_of_place;
+  };
+  for (const Row& c : rows) {
+    if (c.c.op != Op::kCompressed) continue;
+    for (const Row& a : rows) {
+      if (a.c.op != Op::kAllreduce || a.c.type != c.c.type || a.shape.bytes != c.shape.bytes ||
+          a.cycle != c.cycle)
+        continue;
+      nlohmann::json j;
+      j["size_bytes"] = c.shape.bytes;
+      j["compressed_wire_bytes"] = c.wire_bytes;
+      j["allreduce_wire_bytes"] = a.wire_bytes;
+      j["wire_bytes_ratio"] = c.wire_bytes ? nlohmann::json(static_cast<double>(a.wire_bytes) /
+                                                            static_cast<double>(c.wire_bytes))
+                                           : nlohmann::json(nullptr);
+      j["compressed_time_us"] = native(c).time_us;
+      j["allreduce_time_us"] = native(a).time_us;
+      j["time_ratio"] = native(c).time_us > 0 ? native(a).time_us / native(c).time_us : 0.0;
+      out.push_back(j);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -32,160 +142,27 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
+std::vector<FixedFlag> fixed_flags() {
+  const std::string gpu = "; clbo does not offer it";
+  return {{"-p,--parallel_init", "", "0",
+           "nccl-tests' parallel NCCL init by every thread; clbo initializes NCCL from one thread"},
+          {"-y,--stream_null", "", "0",
+           "nccl-tests' use of the default CUDA stream; clbo's NCCL calls run on their own stream"},
+          {"-G,--cudagraph", "", "0", "nccl-tests' number of CUDA graph launches" + gpu},
+          {"-R,--local_register", "", "0", "nccl-tests' NCCL buffer registration" + gpu},
+          {"-x,--cta_policy", "", "-1", "nccl-tests' NCCL CTA policy" + gpu},
+          {"-D,--device_implementation", "", "0",
+           "nccl-tests' device-API implementation of the collective" + gpu},
+          {"-V,--device_cta_count", "", "16", "nccl-tests' CTA count of the device API" + gpu},
+          {"-M,--memory", "", "0", "nccl-tests' GPU memory usage report" + gpu},
+          {"-u,--unalign", "", "0", "nccl-tests' misalignment of the buffers by N elements" + gpu},
+          {"-I,--per_iter_timing", "", "0",
+           "nccl-tests' per-iteration CUDA event timing (i_min, i_max, i_p99, i_cv columns)" + gpu},
+          {"-K,--per_iter_skip", "", "0",
+           "nccl-tests' leading samples left out of the -I statistics; clbo has no -I"}};
 }
 
-void require_name(const std::string& flag, const std::string& value,
-                  const std::vector<std::string>& names, const char* what) {
-  if (std::find(names.begin(), names.end(), value) == names.end())
-    throw InputError(kWhere, flag, value,
-                     fmt::format("unknown {}; choose one of {}{}", what, join(names, ", "),
-                                 did_you_mean(value, names)));
-}
-
-Op op_from_name(const std::string& s) {
-  const auto& names = op_names();
-  return static_cast<Op>(std::find(names.begin(), names.end(), s) - names.begin());
-}
-
-size_t dtype_size(const std::string& d) {
-  return d == "float" ? 4 : d == "half" ? 2 : 1;
-}
-
-bool dense_factor_op(Op op) {
-  return op == Op::kAllreduce || op == Op::kAlltoall || op == Op::kAllgather || op == Op::kPingpong;
-}
-
-// nccl-tests' bus factor for the dense ops.
-double bus_factor(Op op, int p) {
-  if (op == Op::kPingpong) return 1.0;
-  if (p <= 1) return 0.0;
-  const double q = static_cast<double>(p);
-  return op == Op::kAllreduce ? 2.0 * (q - 1) / q : (q - 1) / q;
-}
-
-bool chose(const Sweep& run, const char* algo) {
-  const auto v = split_commas(run.cfg.algo);
-  return std::find(v.begin(), v.end(), algo) != v.end();
-}
-
-// The algorithm that carries `op` on the run's backend, as reported in table and JSON.
-std::string algorithm_of(const Sweep& run, Op op) {
-  const std::string& b = run.cfg.backend;
-  switch (op) {
-    case Op::kAllreduce:
-      if (b == "mpi") return chose(run, "ring") ? "ring" : "MPI_Allreduce";
-      return b == "nccl" ? "ncclAllReduce" : "ring";
-    case Op::kCompressed:
-      if (b == "mpi")
-        return chose(run, "alltoall")
-                   ? "onebit_two_phase (MPI_Alltoall)"
-                   : "onebit_two_phase (DeepSpeed MPI: p x MPI_Igather, MPI_Allgather)";
-      return b == "nccl" ? "onebit_two_phase (grouped send/recv, ncclAllGather, fused GPU kernels)"
-                         : "onebit_two_phase";
-    case Op::kSparse:
-      return b == "nccl" ? "compact + ncclAllReduce + scatter" : "compact + ring + scatter";
-    case Op::kAlltoall:
-      return b == "mpi" ? "MPI_Alltoall" : b == "nccl" ? "grouped ncclSend/ncclRecv" : "direct";
-    case Op::kAllgather:
-      return b == "mpi" ? "MPI_Allgather" : b == "nccl" ? "ncclAllGather" : "direct";
-    case Op::kPingpong:
-      return "send + recv between ranks 0 and 1 (half round trip)";
-  }
-  return "";
-}
-
-void print_header(const Sweep& run, Op op, int p) {
-  std::printf("# op %s  backend %s  p %d  type %s  iters %lld  warmup %lld  check %s\n",
-              op_name(op), run.cfg.backend.c_str(), p, run.cfg.dtype.c_str(),
-              static_cast<long long>(run.cfg.iters), static_cast<long long>(run.cfg.warmup),
-              run.cfg.check ? "on" : "off");
-  std::printf("# algorithm: %s\n", algorithm_of(run, op).c_str());
-  if (op == Op::kCompressed || op == Op::kSparse)
-    std::printf(
-        "# eq_busbw = size*2(p-1)/p / time: the busbw an uncompressed allreduce would "
-        "need to finish in the same time (equivalent busbw)\n");
-  std::printf("# %12s %12s %6s %12s %11s %11s %14s %14s %7s\n", "size", "count", "type", "time_us",
-              "algbw_GBps", "busbw_GBps", "eq_busbw_GBps", "wire_bytes", "#wrong");
-  std::fflush(stdout);
-}
-
-struct Bandwidths {
-  double algbw, busbw, eq_busbw;  // GB/s (1e9 bytes per second); eq_busbw < 0: not defined
-};
-
-Bandwidths bandwidths(const Row& row, int p) {
-  const double t = row.time_us * 1e-6;
-  Bandwidths b{0, 0, -1};
-  if (t <= 0) return b;
-  b.algbw = static_cast<double>(row.bytes) / t / 1e9;
-  if (dense_factor_op(row.op)) {
-    b.busbw = b.algbw * bus_factor(row.op, p);
-  } else {
-    b.busbw = static_cast<double>(row.wire_bytes) / t / 1e9;
-    b.eq_busbw = b.algbw * bus_factor(Op::kAllreduce, p);
-  }
-  return b;
-}
-
-void print_row(const Sweep& run, const Row& row, int p) {
-  const Bandwidths b = bandwidths(row, p);
-  const std::string eq = b.eq_busbw < 0 ? "-" : fmt::format("{:.3f}", b.eq_busbw);
-  std::printf("  %12llu %12zu %6s %12.2f %11.3f %11.3f %14s %14llu %7llu\n",
-              static_cast<unsigned long long>(row.bytes), row.count, run.cfg.dtype.c_str(),
-              row.time_us, b.algbw, b.busbw, eq.c_str(),
-              static_cast<unsigned long long>(row.wire_bytes),
-              static_cast<unsigned long long>(row.wrong));
-  std::fflush(stdout);
-}
-
-nlohmann::json row_json(const Sweep& run, const Row& row, int p) {
-  const Bandwidths b = bandwidths(row, p);
-  nlohmann::json j;
-  j["op"] = op_name(row.op);
-  j["algorithm"] = algorithm_of(run, row.op);
-  j["size_bytes"] = row.bytes;
-  j["count"] = row.count;
-  j["type"] = run.cfg.dtype;
-  j["time_us"] = row.time_us;
-  j["algbw_GBps"] = b.algbw;
-  j["busbw_GBps"] = b.busbw;
-  j["eq_busbw_GBps"] = b.eq_busbw < 0 ? nlohmann::json(nullptr) : nlohmann::json(b.eq_busbw);
-  j["wire_bytes"] = row.wire_bytes;
-  j["wrong"] = row.wrong;
-  return j;
-}
-
-// compressed vs allreduce at each size both were run at: the bytes and time ratios the
-// issue's CPU MPI check reads (allreduce / compressed).
-nlohmann::json comparisons(const std::vector<Row>& rows) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Row& c : rows) {
-    if (c.op != Op::kCompressed) continue;
-    for (const Row& a : rows) {
-      if (a.op != Op::kAllreduce || a.bytes != c.bytes) continue;
-      nlohmann::json j;
-      j["size_bytes"] = c.bytes;
-      j["compressed_wire_bytes"] = c.wire_bytes;
-      j["allreduce_wire_bytes"] = a.wire_bytes;
-      j["wire_bytes_ratio"] = c.wire_bytes ? nlohmann::json(static_cast<double>(a.wire_bytes) /
-                                                            static_cast<double>(c.wire_bytes))
-                                           : nlohmann::json(nullptr);
-      j["compressed_time_us"] = c.time_us;
-      j["allreduce_time_us"] = a.time_us;
-      j["time_ratio"] = c.time_us > 0 ? a.time_us / c.time_us : 0.0;
-      out.push_back(j);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-const std::vector<std::string>& op_names() {
+const std::vector<std::string>& collective_names() {
   static const std::vector<std::string> v = {"allreduce", "compressed", "sparse",
                                              "alltoall",  "allgather",  "pingpong"};
   return v;
@@ -194,53 +171,84 @@ const std::vector<std::string>& backend_names() {
   static const std::vector<std::string> v = {"local", "mpi", "nccl"};
   return v;
 }
-const std::vector<std::string>& dtype_names() {
-  static const std::vector<std::string> v = {"float", "half", "uint8"};
+const std::vector<std::string>& nccl_type_names() {
+  static const std::vector<std::string> v = {"int8",   "uint8",    "int32",  "uint32",
+                                             "int64",  "uint64",   "half",   "float",
+                                             "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  return v;
+}
+const std::vector<std::string>& nccl_op_names() {
+  static const std::vector<std::string> v = {"sum", "prod", "max", "min", "avg", "mulsum"};
   return v;
 }
 
 const char* op_name(Op op) {
-  return op_names()[static_cast<size_t>(op)].c_str();
+  return collective_names()[static_cast<size_t>(op)].c_str();
 }
 
 uint64_t parse_size(const std::string& text, const std::string& flag) {
-  size_t pos = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-    throw InputError(kWhere, flag, text, "not a size; write bytes like 8, 64K, 256M or 1G");
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double v =
+      text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.')
+          ? -1.0
+          : std::strtod(begin, &end);
+  if (!(v >= 0) || end == begin)
+    throw InputError(kWhere, flag, text, "not a size; write bytes like 8, 64K, 1.5M or 1G");
+  std::string rest(end);
+  rest.erase(0, rest.find_first_not_of(" "));
+  double mult = 1;
+  if (!rest.empty()) {
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(rest[0])));
+    mult = u == 'K' ? 0x1p10 : u == 'M' ? 0x1p20 : u == 'G' ? 0x1p30 : 0;
+    const std::string after = rest.substr(1);
+    if (mult == 0 || !(after.empty() || after == "B" || after == "b"))
+      throw InputError(kWhere, flag, text, "unknown size unit; use K, M or G (binary multiples)");
   }
-  if (!text.empty() && text[0] == '-')
-    throw InputError(kWhere, flag, text, "a size cannot be negative");
-  uint64_t mult = 1;
-  const std::string suffix = text.substr(pos);
-  if (suffix == "K" || suffix == "k")
-    mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m")
-    mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g")
-    mult = 1ull << 30;
-  else if (!suffix.empty())
-    throw InputError(kWhere, flag, text, "unknown size suffix; use K, M or G (binary multiples)");
-  if (v > (UINT64_MAX >> 31) / mult) throw InputError(kWhere, flag, text, "size is too large");
-  return v * mult;
-}
-
-size_t count_for(Op op, uint64_t bytes, size_t elem_bytes, int p) {
-  size_t count = static_cast<size_t>(bytes / elem_bytes);
-  if (op == Op::kAlltoall || op == Op::kAllgather) count -= count % static_cast<size_t>(p);
-  return count;
+  const double bytes = v * mult;
+  if (bytes > 0x1p40) throw InputError(kWhere, flag, text, "size is too large (over 1 TiB)");
+  return static_cast<uint64_t>(bytes);  // nccl-tests truncates fractions of a byte
 }
 
 void validate(const CollectiveBenchConfig& c) {
-  const auto ops = split_commas(join(c.ops, ","));
-  if (ops.empty()) throw InputError(kWhere, "--op", "''", "name at least one operation");
-  for (const auto& o : ops) require_name("--op", o, op_names(), "operation");
+  for (const FixedFlag& f : c.fixed)
+    if (!f.value.empty() && f.value != f.fixed)
+      throw InputError(kWhere, f.name, f.value,
+                       fmt::format("{}; only {} (its default) is accepted", f.meaning, f.fixed));
+  const auto colls = split_commas(join(c.collectives, ","));
+  if (colls.empty()) throw InputError(kWhere, "--collective", "''", "name at least one collective");
+  for (const auto& o : colls) require_name("--collective", o, collective_names(), "collective");
   require_name("--backend", c.backend, backend_names(), "backend");
-  require_name("--dtype", c.dtype, dtype_names(), "data type");
-  if (c.backend == "nccl" && std::find(ops.begin(), ops.end(), "pingpong") != ops.end())
-    throw InputError(kWhere, "--op", "pingpong", "pingpong runs on the local and mpi backends");
+  // -o is nccl-tests' reduction op; clbo's own --op of earlier versions is --collective.
+  std::vector<std::string> ops = nccl_op_names();
+  ops.push_back("all");
+  require_name("-o", c.op, ops, "reduction op (-o/--op is nccl-tests' reduction operation)",
+               contains(collective_names(), c.op)
+                   ? fmt::format("; the collective is chosen with --collective {}", c.op)
+                   : "; the JSON result is written with -J/--output_file FILE.json");
+  if (c.op != "sum" && c.op != "all")
+    throw InputError(kWhere, "-o", c.op,
+                     "clbo's allreduce and sparse allreduce reduce with sum, the compressed "
+                     "allreduce computes the 1-bit compressed mean, and the other collectives "
+                     "have no reduction; -o accepts sum or all");
+  std::vector<std::string> types = nccl_type_names();
+  types.push_back("all");
+  require_name("-d", c.datatype, types, "data type (-d/--datatype, nccl-tests' names)");
+  if (c.datatype != "all")
+    for (const auto& o : colls) {
+      const auto ok = types_of(op_from_name(o), c);
+      if (!contains(ok, c.datatype))
+        throw InputError(
+            kWhere, "-d", c.datatype,
+            fmt::format("{} on the {} backend runs at {}{}", o, c.backend, join(ok, ", "),
+                        o == "allreduce" && c.backend == "mpi" && c.datatype == "half"
+                            ? " (MPI_Allreduce has no fp16 sum; add --algo ring for clbo's "
+                              "fp16 ring)"
+                            : ""));
+    }
+  if (c.backend == "nccl" && contains(colls, "pingpong"))
+    throw InputError(kWhere, "--collective", "pingpong",
+                     "pingpong runs on the local and mpi backends");
 #ifndef CLBO_WITH_MPI_BACKEND
   if (c.backend == "mpi")
     throw InputError(kWhere, "--backend", "mpi",
@@ -251,15 +259,6 @@ void validate(const CollectiveBenchConfig& c) {
     throw InputError(kWhere, "--backend", "nccl",
                      "this clbo was built without NCCL (needs nvcc and NCCL at configure time)");
 #endif
-  for (const auto& o : ops) {
-    const Op op = op_from_name(o);
-    if (c.dtype == "uint8" && !(op == Op::kAlltoall || op == Op::kAllgather || op == Op::kPingpong))
-      throw InputError(kWhere, "--dtype", "uint8",
-                       fmt::format("{} sums values; use float or half", o));
-    if (c.dtype == "half" && op == Op::kCompressed)
-      throw InputError(kWhere, "--dtype", "half",
-                       "the compressed allreduce takes float input (its wire format is 1 bit)");
-  }
   // --algo names one algorithm per op that has a choice (a comma list for several ops).
   const std::vector<std::string> algos = {"default", "native", "ring", "gather", "alltoall"};
   const auto chosen = split_commas(c.algo);
@@ -269,154 +268,121 @@ void validate(const CollectiveBenchConfig& c) {
     if (c.backend != "mpi")
       throw InputError(kWhere, "--algo", c.algo, "only the mpi backend offers algorithm choices");
     const std::string op = a == "native" || a == "ring" ? "allreduce" : "compressed";
-    if (std::find(ops.begin(), ops.end(), op) == ops.end())
+    if (!contains(colls, op))
       throw InputError(kWhere, "--algo", a,
-                       fmt::format("is an algorithm of {}, which --op does not run (allreduce: "
-                                   "native|ring, compressed: gather|alltoall)",
+                       fmt::format("is an algorithm of {}, which --collective does not run "
+                                   "(allreduce: native|ring, compressed: gather|alltoall)",
                                    op));
   }
-  auto has = [&](const char* a) {
-    return std::find(chosen.begin(), chosen.end(), a) != chosen.end();
-  };
+  auto has = [&](const char* a) { return contains(chosen, a); };
   if ((has("native") && has("ring")) || (has("gather") && has("alltoall")))
     throw InputError(kWhere, "--algo", c.algo, "names two algorithms for the same op");
-  if (c.backend == "mpi" && c.dtype == "half" && !has("ring") &&
-      std::find(ops.begin(), ops.end(), "allreduce") != ops.end())
-    throw InputError(kWhere, "--dtype", "half",
-                     "MPI_Allreduce has no fp16 sum; add --algo ring for clbo's fp16 ring");
   const uint64_t lo = parse_size(c.min_bytes, "-b"), hi = parse_size(c.max_bytes, "-e");
-  const size_t elem = dtype_size(c.dtype);
   if (lo == 0) throw InputError(kWhere, "-b", c.min_bytes, "the smallest size must be positive");
   if (lo > hi)
     throw InputError(kWhere, "-b", c.min_bytes, fmt::format("larger than -e {}", c.max_bytes));
-  if (lo % elem != 0)
-    throw InputError(
-        kWhere, "-b", c.min_bytes,
-        fmt::format("not a multiple of the {} element size ({} bytes)", c.dtype, elem));
-  if (c.step_factor < 2)
-    throw InputError(kWhere, "-f", std::to_string(c.step_factor), "the size factor must be >= 2");
-  if (c.iters < 1) throw InputError(kWhere, "-n", std::to_string(c.iters), "must be >= 1");
-  if (c.warmup < 0) throw InputError(kWhere, "-w", std::to_string(c.warmup), "must be >= 0");
-  if (c.check != 0 && c.check != 1)
-    throw InputError(kWhere, "-c", std::to_string(c.check), "must be 0 or 1");
-  if (c.ranks < 1 || c.ranks > 1024)
-    throw InputError(kWhere, "--ranks", std::to_string(c.ranks), "must be in 1..1024");
-  if (c.ngpus < 1) throw InputError(kWhere, "--ngpus", std::to_string(c.ngpus), "must be >= 1");
+  if (c.step_factor < 1)
+    throw InputError(kWhere, "-f", std::to_string(c.step_factor),
+                     "the size factor must be >= 1 (1: step by -i bytes)");
+  const uint64_t step = parse_size(c.step_bytes, "-i");
+  if (c.step_factor == 1 && step == 0 && lo < hi)
+    throw InputError(kWhere, "-i", c.step_bytes, "with -f 1 the sizes step by -i, which is 0");
+  if (c.step_factor == 1 && step > 0 && (hi - lo) / step >= kMaxSizes)
+    throw InputError(kWhere, "-i", c.step_bytes,
+                     fmt::format("steps {}..{} into more than {} sizes", lo, hi, kMaxSizes));
+  auto at_least = [](const char* flag, int64_t v, int64_t lo_v, const char* what) {
+    if (v < lo_v) throw InputError(kWhere, flag, std::to_string(v), what);
+  };
+  at_least("-n", c.iters, 1, "must be >= 1");
+  at_least("-m", c.agg_iters, 1, "must be >= 1");
+  at_least("-w", c.warmup, 0, "must be >= 0");
+  at_least("-N", c.run_cycles, 0, "must be >= 0 (0 repeats until stopped)");
+  at_least("-c", c.check, 0, "must be >= 0 (0: no check)");
+  if (c.average < 0 || c.average > 3)
+    throw InputError(kWhere, "-a", std::to_string(c.average),
+                     "nccl-tests' time over ranks: 0 rank 0, 1 mean, 2 min, 3 max");
+  if (c.blocking < 0 || c.blocking > 3)
+    throw InputError(kWhere, "-z", std::to_string(c.blocking),
+                     "nccl-tests' blocking mode: 0, 1 (wait and barrier), 2 (wait), 3 (wait and "
+                     "barrier per -n iteration, barrier not timed)");
+  for (auto [flag, v] : {std::pair{"-C", c.report_cputime}, std::pair{"-S", c.report_timestamps}})
+    if (v != 0 && v != 1) throw InputError(kWhere, flag, std::to_string(v), "must be 0 or 1");
+  if (c.root != 0)
+    throw InputError(kWhere, "-r", std::to_string(c.root),
+                     "nccl-tests' root rank of rooted collectives (broadcast, reduce, gather, "
+                     "scatter); none of clbo's collectives has a root");
+  at_least("-t", c.nthreads, 1, "must be >= 1");
+  at_least("-g", c.ngpus, 1, "must be >= 1");
+  if (c.backend == "local" && (c.nthreads > 1024))
+    throw InputError(kWhere, "-t", std::to_string(c.nthreads),
+                     "the local backend runs 1..1024 ranks (threads)");
+  if (c.backend != "nccl" && c.ngpus != 1)
+    throw InputError(kWhere, "-g", std::to_string(c.ngpus),
+                     fmt::format("nccl-tests' GPUs per thread; the {} backend has no GPUs (its "
+                                 "ranks are {})",
+                                 c.backend, c.backend == "local" ? "threads, -t" : "processes"));
+  if (c.backend == "mpi" && c.nthreads != 1)
+    throw InputError(kWhere, "-t", std::to_string(c.nthreads),
+                     "nccl-tests' threads per process; the mpi backend runs one rank per process "
+                     "(mpirun -np sets the ranks)");
+  if (!(c.timeout_s >= 0 && c.timeout_s <= 86400))
+    throw InputError(kWhere, "-T", fmt::format("{}", c.timeout_s), "must be in [0, 86400] seconds");
+  if (c.timeout_s > 0 && c.backend != "mpi")
+    throw InputError(kWhere, "-T", fmt::format("{}", c.timeout_s),
+                     "nccl-tests' timeout of a stuck collective; clbo bounds the waits of the "
+                     "mpi backend only");
   if (!(c.sparse_k > 0.0 && c.sparse_k <= 1.0))
     throw InputError(kWhere, "--sparse-k", fmt::format("{}", c.sparse_k), "must be in (0, 1]");
+  if (!c.output_file.empty()) {
+    const auto dot = c.output_file.find_last_of('.');
+    const auto slash = c.output_file.find_last_of('/');
+    std::string ext = dot == std::string::npos || (slash != std::string::npos && slash > dot)
+                          ? ""
+                          : c.output_file.substr(dot + 1);
+    std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+    if (ext != "json")
+      throw InputError(kWhere, "-J", c.output_file,
+                       "nccl-tests takes the output type from the suffix and writes only .json");
+  }
   if (c.backend == "local")
-    for (const auto& o : ops)
-      if (count_for(op_from_name(o), lo, elem, static_cast<int>(c.ranks)) == 0)
-        throw InputError(kWhere, "-b", c.min_bytes,
-                         fmt::format("too small for {} at p = {} with {} elements (needs at "
-                                     "least {} bytes)",
-                                     o, c.ranks, c.dtype, elem * static_cast<size_t>(c.ranks)));
-}
-
-std::vector<Row> sweep(RankOps& ops, const Sweep& run) {
-  using clock = std::chrono::steady_clock;
-  const int p = ops.size();
-  const bool root = ops.rank() == 0;
-  std::vector<Row> rows;
-  for (Op op : run.ops) {
-    if (root) print_header(run, op, p);
-    for (uint64_t bytes : run.sizes) {
-      Row row;
-      row.op = op;
-      row.bytes = bytes;
-      row.count = count_for(op, bytes, run.elem_bytes, p);
-      row.bytes = row.count * run.elem_bytes;  // what really moves (alltoall rounds down)
-      if (row.count == 0)
-        throw InputError(kWhere, "-b", run.cfg.min_bytes,
-                         fmt::format("too small for {} at p = {} (needs at least {} bytes)",
-                                     op_name(op), p, run.elem_bytes * static_cast<size_t>(p)));
-      if (op == Op::kPingpong && p < 2)
-        throw InputError(kWhere, "--op", "pingpong", "needs at least 2 ranks");
-      ops.setup(op, row.count);
-      if (run.cfg.check) row.wrong = ops.sum_over_ranks(ops.run_checked());
-      row.wire_bytes = ops.max_over_ranks_u64(ops.run_counted());
-      ops.prepare_timing();
-      for (int64_t w = 0; w < run.cfg.warmup; ++w) ops.run();
-      ops.finish();
-      ops.barrier();
-      const auto t0 = clock::now();
-      for (int64_t i = 0; i < run.cfg.iters; ++i) ops.run();
-      ops.finish();
-      double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count() /
-                  static_cast<double>(run.cfg.iters);
-      if (op == Op::kPingpong) us /= 2;  // one call is a round trip
-      row.time_us = ops.max_over_ranks(us);
-      if (root) {
-        print_row(run, row, p);
-        rows.push_back(row);
+    for (const auto& o : colls)
+      for (const auto& t : c.datatype == "all" ? types_of(op_from_name(o), c)
+                                               : std::vector<std::string>{c.datatype}) {
+        const size_t elem = type_size(t);
+        if (shape_for(op_from_name(o), lo, elem, static_cast<int>(c.nthreads)).call_count == 0)
+          throw InputError(
+              kWhere, "-b", c.min_bytes,
+              fmt::format("too small for {} at p = {} with {} elements (needs at "
+                          "least {} bytes)",
+                          o, c.nthreads, t,
+                          std::max<size_t>(16, elem) * static_cast<size_t>(c.nthreads)));
       }
-    }
-  }
-  return rows;
-}
-
-void fill_uniform(float* x, size_t n, uint64_t seed, int rank) {
-  for (size_t q = 0; q < (n + 3) / 4; ++q) {
-    const Philox4x32 r = philox4x32_10(
-        static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32), static_cast<uint32_t>(rank),
-        0x636c626f /* "clbo" */, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-    for (size_t w = 0; w < 4 && 4 * q + w < n; ++w)
-      x[4 * q + w] = static_cast<float>(static_cast<int32_t>(r.v[w])) * 0x1p-31f;  // [-1, 1)
-  }
-}
-
-const std::vector<float>& reference_compressed(int p, size_t n, uint64_t seed) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, size_t, uint64_t>, std::vector<float>> cache;
-  std::lock_guard lock(mu);
-  auto key = std::make_tuple(p, n, seed);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  cache.clear();  // one size at a time keeps memory bounded
-  const size_t n_pad = clbo::onebit_padded_size(n, p), c = n_pad / static_cast<size_t>(p);
-  std::vector<std::vector<uint8_t>> packed(static_cast<size_t>(p));
-  std::vector<float> scales(static_cast<size_t>(p));
-  {
-    std::vector<float> x(n), err(n_pad);
-    for (int r = 0; r < p; ++r) {
-      fill_uniform(x.data(), n, seed, r);
-      std::fill(err.begin(), err.end(), 0.0f);
-      scales[static_cast<size_t>(r)] =
-          kernels::rms_scale(kernels::ref::ef_sumsq(x.data(), n, err.data(), n_pad), n_pad);
-      packed[static_cast<size_t>(r)].resize(n_pad / 8);
-      kernels::ref::ef_sign_pack(x.data(), n, err.data(), n_pad, scales[static_cast<size_t>(r)],
-                                 packed[static_cast<size_t>(r)].data());
-    }
-  }
-  std::vector<float> out(n);
-  std::vector<float> server_err(c);
-  std::vector<uint8_t> signs(c / 8);
-  std::vector<const uint8_t*> pieces(static_cast<size_t>(p));
-  for (int j = 0; j < p; ++j) {
-    for (int r = 0; r < p; ++r)
-      pieces[static_cast<size_t>(r)] = packed[static_cast<size_t>(r)].data() + j * (c / 8);
-    std::fill(server_err.begin(), server_err.end(), 0.0f);
-    const float s = kernels::ref::server_step(pieces.data(), scales.data(), p, server_err.data(), c,
-                                              signs.data());
-    const size_t begin = static_cast<size_t>(j) * c;
-    if (begin < n)
-      kernels::ref::unpack_scale(signs.data(), std::min(c, n - begin), s, out.data() + begin);
-  }
-  return cache.emplace(key, std::move(out)).first->second;
 }
 
 int run_collective_bench(const CollectiveBenchConfig& cfg) {
   validate(cfg);
-  if (!cfg.out.empty()) check_output_path(cfg.out, "--out");  // before any measurement
+  const bool write_json = !cfg.output_file.empty() && cfg.run_cycles > 0;
+  if (write_json) check_output_path(cfg.output_file, "-J");  // before any measurement
   Sweep run;
   run.cfg = cfg;
-  const auto names = split_commas(join(cfg.ops, ","));
-  for (const auto& o : names) run.ops.push_back(op_from_name(o));
-  run.elem_bytes = dtype_size(cfg.dtype);
+  run.cfg.collectives = split_commas(join(cfg.collectives, ","));
+  for (const auto& o : run.cfg.collectives) {
+    const Op op = op_from_name(o);
+    for (const auto& t :
+         cfg.datatype == "all" ? types_of(op, cfg) : std::vector<std::string>{cfg.datatype})
+      run.cases.push_back(Case{op, t, type_size(t)});
+  }
   const uint64_t lo = parse_size(cfg.min_bytes, "-b"), hi = parse_size(cfg.max_bytes, "-e");
-  for (uint64_t s = lo; s <= hi; s *= static_cast<uint64_t>(cfg.step_factor)) {
+  const uint64_t step = parse_size(cfg.step_bytes, "-i");
+  for (uint64_t s = lo; s <= hi;) {
     run.sizes.push_back(s);
-    if (s > hi / static_cast<uint64_t>(cfg.step_factor)) break;
+    if (cfg.step_factor > 1) {
+      if (s > hi / static_cast<uint64_t>(cfg.step_factor)) break;
+      s *= static_cast<uint64_t>(cfg.step_factor);
+    } else {
+      if (step == 0) break;
+      s += step;
+    }
   }
 
   nlohmann::json describe;
@@ -431,56 +397,99 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
   if (!root) return 0;
 
   const int p = describe.value("p", 1);
-  nlohmann::json result;
-  result["schema"] = "clbo.bench.collectives/1";
-  result["measured"] = true;
-  nlohmann::json config;
-  config["ops"] = names;
-  config["backend"] = cfg.backend;
-  config["dtype"] = cfg.dtype;
-  config["algo"] = cfg.algo;
-  config["min_bytes"] = lo;
-  config["max_bytes"] = hi;
-  config["step_factor"] = cfg.step_factor;
-  config["iters"] = cfg.iters;
-  config["warmup"] = cfg.warmup;
-  config["check"] = cfg.check;
-  config["p"] = p;
-  config["sparse_k"] = cfg.sparse_k;
-  config["seed"] = cfg.seed;
-  result["config"] = config;
-  result["environment"] = environment_json();
-  result["backend"] = describe;
-  result["definitions"] = {
-      {"time_us", "mean per call over -n iterations, slowest rank (pingpong: half the round trip)"},
-      {"algbw_GBps", "size_bytes / time (1e9 bytes/s)"},
-      {"busbw_GBps",
-       "dense ops: algbw x nccl-tests factor (allreduce 2(p-1)/p, alltoall and allgather "
-       "(p-1)/p); compressed and sparse: wire_bytes / time"},
-      {"eq_busbw_GBps",
-       "compressed and sparse only: equivalent busbw, size_bytes*2(p-1)/p / time, the busbw an "
-       "uncompressed allreduce would need for the same time"},
-      {"wire_bytes", "bytes one call sent per rank as the backend counts them (max over ranks)"},
-      {"wrong", "elements differing from the expected result in one checked call (all ranks)"}};
-  nlohmann::json jrows = nlohmann::json::array();
-  for (const Row& r : rows) jrows.push_back(row_json(run, r, p));
-  result["rows"] = jrows;
-  result["comparisons"] = comparisons(rows);
-  uint64_t wrong = 0;
-  for (const Row& r : rows) wrong += r.wrong;
+  // nccl-tests' footer: failing (size, half) results, counted once per thread of every
+  // process as nccl-tests counts them, and the mean busbw over every half of every row.
+  uint64_t failed = 0, wrong = 0;
+  double bw_sum = 0;
+  for (const Row& r : rows)
+    for (const Half* h : {&r.out_of_place, &r.in_place}) {
+      failed += h->wrong > 0;
+      wrong += h->wrong;
+      bw_sum += bandwidths(r, *h, p).busbw;
+    }
+  const uint64_t threads_total =
+      static_cast<uint64_t>(std::max<int64_t>(1, p / std::max<int64_t>(1, cfg.ngpus)));
+  const uint64_t out_of_bounds = failed * threads_total;
+  const double avg_bw = rows.empty() ? 0.0 : bw_sum / static_cast<double>(2 * rows.size());
+  const char* min_bw_env = std::getenv("NCCL_TESTS_MIN_BW");
+  const double min_bw = min_bw_env ? std::atof(min_bw_env) : -1;
+  const bool bw_ok = min_bw < 0 || avg_bw >= min_bw * 0.9;
+  print_footer(out_of_bounds, avg_bw, min_bw);
 
-  std::vector<std::string> short_ops = names;
-  const std::string path = cfg.out.empty() ? fmt::format("results/bench/collectives-{}-{}-p{}.json",
-                                                         cfg.backend, join(short_ops, "+"), p)
-                                           : cfg.out;
-  write_json_atomic(path, result);
-  std::printf("# wrote %s\n", path.c_str());
+  if (write_json) {
+    nlohmann::json result;
+    result["schema"] = "clbo.bench.collectives/1";
+    result["measured"] = true;
+    nlohmann::json config;
+    config["collectives"] = run.cfg.collectives;
+    config["backend"] = cfg.backend;
+    config["op"] = cfg.op;
+    config["datatype"] = cfg.datatype;
+    config["algo"] = cfg.algo;
+    config["min_bytes"] = lo;
+    config["max_bytes"] = hi;
+    config["step_factor"] = cfg.step_factor;
+    config["step_bytes"] = step;
+    config["iters"] = cfg.iters;
+    config["agg_iters"] = cfg.agg_iters;
+    config["warmup"] = cfg.warmup;
+    config["run_cycles"] = cfg.run_cycles;
+    config["check"] = cfg.check;
+    config["average"] = cfg.average;
+    config["blocking"] = cfg.blocking;
+    config["report_cputime"] = cfg.report_cputime;
+    config["nthreads"] = cfg.nthreads;
+    config["ngpus"] = cfg.ngpus;
+    config["timeout_s"] = cfg.timeout_s;
+    config["p"] = p;
+    config["sparse_k"] = cfg.sparse_k;
+    config["seed"] = cfg.seed;
+    result["config"] = config;
+    result["environment"] = environment_json();
+    result["backend"] = describe;
+    static const char* kAverage[] = {"rank 0's", "the mean over ranks of the", "the fastest rank's",
+                                     "the slowest rank's"};
+    result["definitions"] = {
+        {"time_us",
+         fmt::format("{} mean per call over -n {} x -m {} calls{} (pingpong: half the "
+                     "round trip)",
+                     kAverage[cfg.average], cfg.iters, cfg.agg_iters,
+                     cfg.report_cputime ? ", the time to issue them (-C 1, cputime)" : "")},
+        {"half",
+         "out_of_place and in_place hold both halves; the row's own time_us, bandwidths and "
+         "wrong are those of the half named here, the one the collective runs without a "
+         "staging copy"},
+        {"count",
+         "nccl-tests' count: elements per rank (allreduce, compressed, sparse), per "
+         "peer (alltoall) or contributed per rank (allgather)"},
+        {"algbw_GBps", "size_bytes / time (1e9 bytes/s)"},
+        {"busbw_GBps",
+         "dense ops: algbw x nccl-tests factor (allreduce 2(p-1)/p, alltoall and allgather "
+         "(p-1)/p); compressed and sparse: wire_bytes / time"},
+        {"eq_busbw_GBps",
+         "compressed and sparse only: equivalent busbw, size_bytes*2(p-1)/p / time, the busbw an "
+         "uncompressed allreduce would need for the same time"},
+        {"wire_bytes", "bytes one call sent per rank as the backend counts them (max over ranks)"},
+        {"wrong",
+         "elements differing from the expected result in -c checked calls (all "
+         "ranks; null with -c 0)"}};
+    nlohmann::json jrows = nlohmann::json::array();
+    for (const Row& r : rows) jrows.push_back(row_json(run, r, p));
+    result["rows"] = jrows;
+    result["comparisons"] = comparisons(run, rows);
+    result["out_of_bounds"] = {{"count", out_of_bounds}, {"okay", out_of_bounds == 0}};
+    result["average_bus_bandwidth"] = {
+        {"bandwidth", avg_bw},
+        {"okay", min_bw < 0 ? nlohmann::json("unchecked") : nlohmann::json(bw_ok)}};
+    write_json_atomic(cfg.output_file, result);
+    std::printf("# wrote %s\n", cfg.output_file.c_str());
+  }
   if (wrong > 0) {
     std::fprintf(stderr, "clbo: error: %llu wrong elements (see #wrong)\n",
                  static_cast<unsigned long long>(wrong));
     return 1;
   }
-  return 0;
+  return bw_ok ? 0 : 1;
 }
 
 }  // namespace clbo::bench

@@ -27,16 +27,23 @@ constexpr int kTagPingpong = 1000;  // user point-to-point range (communicator.h
 Settings shared_settings(const Sweep& run) {
   const auto& c = run.cfg;
   Settings s;
-  s.add("--op", fmt::format("{}", fmt::join(c.ops, ",")));
+  s.add("--collective", fmt::format("{}", fmt::join(c.collectives, ",")));
   s.add("--backend", c.backend);
-  s.add("--dtype", c.dtype);
+  s.add("--datatype", c.datatype);
+  s.add("--op", c.op);
   s.add("--algo", c.algo);
   s.add("--minbytes", c.min_bytes);
   s.add("--maxbytes", c.max_bytes);
+  s.add("--stepbytes", c.step_bytes);
   s.add("--stepfactor", std::to_string(c.step_factor));
   s.add("--iters", std::to_string(c.iters));
+  s.add("--agg_iters", std::to_string(c.agg_iters));
   s.add("--warmup_iters", std::to_string(c.warmup));
+  s.add("--run_cycles", std::to_string(c.run_cycles));
   s.add("--check", std::to_string(c.check));
+  s.add("--average", std::to_string(c.average));
+  s.add("--blocking", std::to_string(c.blocking));
+  s.add("--report_cputime", std::to_string(c.report_cputime));
   s.add("--sparse-k", fmt::format("{}", c.sparse_k));
   s.add("--seed", std::to_string(c.seed));
   return s;
@@ -60,10 +67,10 @@ class HostOps final : public RankOps {
     comm_.barrier();
   }
 
-  double max_over_ranks(double v) override {
+  std::vector<double> gather_over_ranks(double v) override {
     std::vector<double> all(static_cast<size_t>(size()));
     comm_.allgather(&v, all.data(), sizeof(double));
-    return *std::max_element(all.begin(), all.end());
+    return all;
   }
   uint64_t max_over_ranks_u64(uint64_t v) override {
     const auto all = gather_u64(v);
@@ -75,21 +82,23 @@ class HostOps final : public RankOps {
     return s;
   }
 
-  void setup(Op op, size_t count) override {
-    op_ = op;
+  void setup(const Case& k, size_t count) override {
+    case_ = k;
+    op_ = k.op;
     count_ = count;
     const int p = size();
-    if (op == Op::kPingpong) {
-      send_.assign(count * sweep_.elem_bytes, 0);
-      recv_.assign(count * sweep_.elem_bytes, 0);
-    } else if (op == Op::kAlltoall || op == Op::kAllgather) {
-      const size_t bytes = count * sweep_.elem_bytes;
-      send_.assign(op == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p), 0);
+    const size_t bytes = count * k.elem_bytes;
+    if (op_ == Op::kPingpong) {
+      send_.assign(bytes, 0);
+      recv_.assign(bytes, 0);
+    } else if (op_ == Op::kAlltoall || op_ == Op::kAllgather) {
+      send_.assign(op_ == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p), 0);
       recv_.assign(bytes, 0);
     } else {
       buf_.assign(count, 0.0f);
+      src_.assign(count, 0.0f);
     }
-    if (op == Op::kSparse) {
+    if (op_ == Op::kSparse) {
       mask_.assign((count + 7) / 8, 0);
       kernels::random_mask(sweep_.cfg.seed, 1, sweep_.cfg.sparse_k, 0, count, mask_.data());
     }
@@ -100,11 +109,14 @@ class HostOps final : public RankOps {
       // here, before any payload. The timed calls then skip their per-call header.
       mpi_->set_check_headers(true);
       const Settings settings = shared_settings(sweep_);
-      mpi_->agree(CallHeader::make(op_name(op), count, sweep_.elem_bytes, settings.hash()),
-                  &settings);
+      mpi_->agree(CallHeader::make(op_name(op_), count, k.elem_bytes, settings.hash()), &settings);
       mpi_->set_check_headers(false);
     }
 #endif
+  }
+
+  void set_in_place(bool in_place) override {
+    in_place_ = in_place;
   }
 
   uint64_t run_checked() override {
@@ -132,23 +144,24 @@ class HostOps final : public RankOps {
       }
       case Op::kAlltoall:
       case Op::kAllgather: {
-        const size_t block =
-            op_ == Op::kAlltoall ? send_.size() / static_cast<size_t>(p) : send_.size();
+        const size_t block = recv_.size() / static_cast<size_t>(p);
         for (int j = 0; j < p; ++j)
           for (size_t i = 0; i < block; ++i) {
             const uint8_t want =
                 op_ == Op::kAlltoall ? pattern_byte(j, r, i) : pattern_byte(j, 0, i);
             wrong += recv_[static_cast<size_t>(j) * block + i] != want;
           }
-        wrong /= sweep_.elem_bytes;  // count elements, not bytes (an element is wrong once)
+        wrong /= case_.elem_bytes;  // count elements, not bytes (an element is wrong once)
         break;
       }
-      case Op::kPingpong:
+      case Op::kPingpong: {
         // Rank 1 received rank 0's pattern and rank 0 got it back.
+        const std::vector<uint8_t>& got = r == 0 && in_place_ ? send_ : recv_;
         if (r <= 1)
-          for (size_t i = 0; i < recv_.size(); ++i) wrong += recv_[i] != pattern_byte(0, 1, i);
-        wrong /= sweep_.elem_bytes;
+          for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != pattern_byte(0, 1, i);
+        wrong /= case_.elem_bytes;
         break;
+      }
     }
     return wrong;
   }
@@ -166,12 +179,13 @@ class HostOps final : public RankOps {
     return counting.bytes_sent();
   }
 
-  // Dense sums run in place call after call, so they time zero-filled buffers (the values
-  // stay finite; CPU arithmetic speed does not depend on them). The compressed allreduce
-  // keeps running on its check input, whose magnitude it preserves.
+  // Dense sums run call after call on their input, so they time zero-filled buffers (the
+  // values stay finite; CPU arithmetic speed does not depend on them). The compressed
+  // allreduce keeps running on its check input, whose magnitude it preserves.
   void prepare_timing() override {
-    if (op_ == Op::kAllreduce || op_ == Op::kSparse) std::fill(buf_.begin(), buf_.end(), 0.0f);
-    if (op_ == Op::kCompressed) fill_uniform(buf_.data(), count_, sweep_.cfg.seed, rank());
+    std::vector<float>& in = input();
+    if (op_ == Op::kAllreduce || op_ == Op::kSparse) std::fill(in.begin(), in.end(), 0.0f);
+    if (op_ == Op::kCompressed) fill_uniform(in.data(), count_, sweep_.cfg.seed, rank());
   }
 
   void run() override {
@@ -199,27 +213,42 @@ class HostOps final : public RankOps {
     return all;
   }
 
+  // The sums' input: the output buffer in place, a separate one out of place.
+  std::vector<float>& input() {
+    return in_place_ ? buf_ : src_;
+  }
+  size_t own_block_offset() const {
+    return static_cast<size_t>(rank()) * send_.size();  // allgather: this rank's block
+  }
+
   void fill_check() {
     const int r = rank(), p = size();
     switch (op_) {
       case Op::kAllreduce:
-      case Op::kSparse:
-        for (size_t i = 0; i < count_; ++i) buf_[i] = dense_check_value(r, i);
+      case Op::kSparse: {
+        std::vector<float>& in = input();
+        for (size_t i = 0; i < count_; ++i) in[i] = dense_check_value(r, i);
         break;
+      }
       case Op::kCompressed:
-        fill_uniform(buf_.data(), count_, sweep_.cfg.seed, r);
+        fill_uniform(input().data(), count_, sweep_.cfg.seed, r);
         state_ = OnebitState{};
         break;
       case Op::kAlltoall: {
-        const size_t block = send_.size() / static_cast<size_t>(p);
+        std::fill(recv_.begin(), recv_.end(), 0);
+        std::vector<uint8_t>& in = in_place_ ? recv_ : send_;
+        const size_t block = in.size() / static_cast<size_t>(p);
         for (int j = 0; j < p; ++j)
           for (size_t i = 0; i < block; ++i)
-            send_[static_cast<size_t>(j) * block + i] = pattern_byte(r, j, i);
+            in[static_cast<size_t>(j) * block + i] = pattern_byte(r, j, i);
         break;
       }
-      case Op::kAllgather:
-        for (size_t i = 0; i < send_.size(); ++i) send_[i] = pattern_byte(r, 0, i);
+      case Op::kAllgather: {
+        std::fill(recv_.begin(), recv_.end(), 0);
+        uint8_t* in = in_place_ ? recv_.data() + own_block_offset() : send_.data();
+        for (size_t i = 0; i < send_.size(); ++i) in[i] = pattern_byte(r, 0, i);
         break;
+      }
       case Op::kPingpong:
         std::fill(recv_.begin(), recv_.end(), 0);
         if (r == 0)
@@ -233,12 +262,19 @@ class HostOps final : public RankOps {
   }
 
   DType wire() const {
-    return sweep_.cfg.dtype == "half" ? DType::kF16 : DType::kF32;
+    return case_.type == "half" ? DType::kF16 : DType::kF32;
   }
 
-  // One call of the op on `c` (the rank's communicator, or a counting wrapper of it).
+  // One call of the op on `c` (the rank's communicator, or a counting wrapper of it). The
+  // host collectives run the sums in place and alltoall/allgather out of place; the other
+  // half stages through a local copy (staging_note).
   void call(Communicator& c) {
     const int p = size();
+    if ((op_ == Op::kAllreduce || op_ == Op::kCompressed || op_ == Op::kSparse) && !in_place_)
+      std::memcpy(buf_.data(), src_.data(), count_ * sizeof(float));
+    if (op_ == Op::kAlltoall && in_place_) std::memcpy(send_.data(), recv_.data(), send_.size());
+    if (op_ == Op::kAllgather && in_place_)
+      std::memcpy(send_.data(), recv_.data() + own_block_offset(), send_.size());
     switch (op_) {
       case Op::kAllreduce:
 #ifdef CLBO_WITH_MPI_BACKEND
@@ -267,16 +303,19 @@ class HostOps final : public RankOps {
       case Op::kAllgather:
         c.allgather(send_.data(), recv_.data(), send_.size());
         return;
-      case Op::kPingpong:
-        // Rank 1 echoes what it received, so the round trip carries rank 0's bytes both ways.
+      case Op::kPingpong: {
+        // Rank 1 echoes what it received, so the round trip carries rank 0's bytes both ways;
+        // in place, rank 0 receives the echo into the buffer it sent from.
+        uint8_t* back = in_place_ ? send_.data() : recv_.data();
         if (rank() == 0) {
           c.send(1, send_.data(), send_.size(), kTagPingpong);
-          c.recv(1, recv_.data(), recv_.size(), kTagPingpong);
+          c.recv(1, back, recv_.size(), kTagPingpong);
         } else if (rank() == 1) {
           c.recv(0, recv_.data(), recv_.size(), kTagPingpong);
           c.send(0, recv_.data(), recv_.size(), kTagPingpong);
         }
         return;
+      }
     }
   }
 
@@ -285,9 +324,11 @@ class HostOps final : public RankOps {
 #ifdef CLBO_WITH_MPI_BACKEND
   MpiCommunicator* mpi_ = nullptr;
 #endif
+  Case case_;
   Op op_ = Op::kAllreduce;
   size_t count_ = 0;
-  std::vector<float> buf_;
+  bool in_place_ = true;
+  std::vector<float> buf_, src_;
   std::vector<uint8_t> send_, recv_, mask_;
   OnebitState state_;
 };
@@ -297,7 +338,7 @@ class HostOps final : public RankOps {
 std::vector<Row> run_local_backend(const Sweep& run, nlohmann::json& describe) {
   std::vector<Row> rows;
   std::mutex mu;
-  run_local(static_cast<int>(run.cfg.ranks), [&](Communicator& comm) {
+  run_local(static_cast<int>(run.cfg.nthreads), [&](Communicator& comm) {
     HostOps ops(comm, run);
     auto mine = sweep(ops, run);
     if (comm.rank() == 0) {
@@ -313,7 +354,8 @@ std::vector<Row> run_mpi_backend(const Sweep& run, nlohmann::json& describe, boo
 #ifdef CLBO_WITH_MPI_BACKEND
   MpiSession session;
   MpiOptions options;
-  options.timeout_s = run.cfg.timeout_s;
+  // -T 0 (nccl-tests' default) waits for peers without a deadline.
+  options.timeout_s = run.cfg.timeout_s > 0 ? run.cfg.timeout_s : 1e9;
   MpiCommunicator comm(MPI_COMM_WORLD, options);
   // One header exchange per size (in setup) guards the whole timed loop, so the timed calls
   // themselves run without per-call header checks, as nccl-tests times bare collectives.

@@ -29,9 +29,11 @@ using cuda::DeviceBuffer;
 
 uint64_t config_hash(const Sweep& run) {
   const auto& c = run.cfg;
-  const std::string text = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", fmt::join(c.ops, ","),
-                                       c.dtype, c.min_bytes, c.max_bytes, c.step_factor, c.iters,
-                                       c.warmup, c.check, c.sparse_k, c.seed, c.backend);
+  const std::string text =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                  fmt::join(c.collectives, ","), c.datatype, c.op, c.min_bytes, c.max_bytes,
+                  c.step_bytes, c.step_factor, c.iters, c.agg_iters, c.warmup, c.run_cycles,
+                  c.check, c.average, c.blocking, c.report_cputime, c.sparse_k, c.seed, c.backend);
   uint64_t h = 1469598103934665603ull;
   for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
   return h;
@@ -48,11 +50,11 @@ class NcclOps final : public RankOps {
   int size() const override { return comm_.size(); }
   void barrier() override { comm_.barrier(); }
 
-  double max_over_ranks(double v) override {
+  std::vector<double> gather_over_ranks(double v) override {
     const auto all = gather(&v);
-    double m = v;
-    for (size_t j = 0; j < all.size(); ++j) m = std::max(m, std::bit_cast<double>(all[j]));
-    return m;
+    std::vector<double> out(all.size());
+    for (size_t j = 0; j < all.size(); ++j) out[j] = std::bit_cast<double>(all[j]);
+    return out;
   }
   uint64_t max_over_ranks_u64(uint64_t v) override {
     const auto all = gather(&v);
@@ -64,20 +66,23 @@ class NcclOps final : public RankOps {
     return s;
   }
 
-  void setup(Op op, size_t count) override {
-    op_ = op;
+  void setup(const Case& k, size_t count) override {
+    case_ = k;
+    op_ = k.op;
     count_ = count;
     const int p = size();
-    if (op == Op::kAlltoall || op == Op::kAllgather) {
-      const size_t bytes = count * sweep_.elem_bytes;
-      send_.resize(op == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p));
+    if (op_ == Op::kAlltoall || op_ == Op::kAllgather) {
+      const size_t bytes = count * k.elem_bytes;
+      send_.resize(op_ == Op::kAlltoall ? bytes : bytes / static_cast<size_t>(p));
       recv_.resize(bytes);
     } else if (half_buffer()) {
       half_.resize(count);
+      half_src_.resize(count);
     } else {
       buf_.resize(count);
+      src_.resize(count);
     }
-    if (op == Op::kSparse) {
+    if (op_ == Op::kSparse) {
       mask_.resize((count + 7) / 8);
       scratch_.resize(count);
       cuda::random_mask(sweep_.cfg.seed, 1, sweep_.cfg.sparse_k, 0, count, mask_.data(),
@@ -87,9 +92,11 @@ class NcclOps final : public RankOps {
     }
     state_ = DeviceOnebitState{};
     comm_.options().check_headers = true;
-    comm_.agree(op_name(op), count, sweep_.elem_bytes, config_hash(sweep_));
+    comm_.agree(op_name(op_), count, k.elem_bytes, config_hash(sweep_));
     comm_.options().check_headers = false;  // the per-size agreement covers the timed calls
   }
+
+  void set_in_place(bool in_place) override { in_place_ = in_place; }
 
   uint64_t run_checked() override {
     const int r = rank(), p = size();
@@ -121,15 +128,14 @@ class NcclOps final : public RankOps {
       case Op::kAlltoall:
       case Op::kAllgather: {
         const auto got = recv_.download();
-        const size_t block =
-            op_ == Op::kAlltoall ? send_.size() / static_cast<size_t>(p) : send_.size();
+        const size_t block = got.size() / static_cast<size_t>(p);
         for (int j = 0; j < p; ++j)
           for (size_t i = 0; i < block; ++i) {
             const uint8_t want =
                 op_ == Op::kAlltoall ? pattern_byte(j, r, i) : pattern_byte(j, 0, i);
             wrong += got[static_cast<size_t>(j) * block + i] != want;
           }
-        wrong /= sweep_.elem_bytes;
+        wrong /= case_.elem_bytes;
         break;
       }
       case Op::kPingpong:  // not offered on nccl (validate)
@@ -148,9 +154,9 @@ class NcclOps final : public RankOps {
   void prepare_timing() override {
     if (op_ == Op::kAllreduce || op_ == Op::kSparse) {
       if (half_buffer())
-        half_.fill_bytes(0);
+        (in_place_ ? half_ : half_src_).fill_bytes(0);
       else
-        buf_.fill_bytes(0);
+        (in_place_ ? buf_ : src_).fill_bytes(0);
     }
     if (op_ == Op::kCompressed) upload_uniform();
   }
@@ -170,9 +176,9 @@ class NcclOps final : public RankOps {
   }
 
  private:
-  // fp16 allreduce runs on an fp16 device buffer, as nccl-tests' -d half does.
-  bool half_buffer() const { return op_ == Op::kAllreduce && sweep_.cfg.dtype == "half"; }
-  DType wire() const { return sweep_.cfg.dtype == "half" ? DType::kF16 : DType::kF32; }
+  // fp16 allreduce runs on fp16 device buffers, as nccl-tests' -d half does.
+  bool half_buffer() const { return op_ == Op::kAllreduce && case_.type == "half"; }
+  DType wire() const { return case_.type == "half" ? DType::kF16 : DType::kF32; }
 
   std::vector<uint64_t> gather(const void* value8) {
     uint64_t v;
@@ -189,13 +195,19 @@ class NcclOps final : public RankOps {
     return all;
   }
 
+  void copy_on_device(void* dst, const void* src, size_t bytes) {
+    cuda::check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_.stream()),
+                "staging copy");
+  }
+
+  // The sums' input: the output buffer in place, a separate one out of place.
   void upload_floats(const std::vector<float>& host) {
     if (half_buffer()) {
       std::vector<uint16_t> h(host.size());
       kernels::f32_to_f16(host.data(), host.size(), h.data());
-      half_.upload(h);
+      (in_place_ ? half_ : half_src_).upload(h);
     } else {
-      buf_.upload(host);
+      (in_place_ ? buf_ : src_).upload(host);
     }
   }
   std::vector<float> download_floats() {
@@ -208,8 +220,9 @@ class NcclOps final : public RankOps {
   void upload_uniform() {
     std::vector<float> x(count_);
     fill_uniform(x.data(), count_, sweep_.cfg.seed, rank());
-    buf_.upload(x);
+    (in_place_ ? buf_ : src_).upload(x);
   }
+  uint8_t* own_block() { return recv_.data() + static_cast<size_t>(rank()) * send_.size(); }
 
   void fill_check() {
     const int r = rank(), p = size();
@@ -226,46 +239,61 @@ class NcclOps final : public RankOps {
         state_ = DeviceOnebitState{};
         break;
       case Op::kAlltoall: {
-        std::vector<uint8_t> s(send_.size());
+        std::vector<uint8_t> s(recv_.size());
         const size_t block = s.size() / static_cast<size_t>(p);
         for (int j = 0; j < p; ++j)
           for (size_t i = 0; i < block; ++i)
             s[static_cast<size_t>(j) * block + i] = pattern_byte(r, j, i);
-        send_.upload(s);
+        recv_.fill_bytes(0);
+        if (in_place_)
+          recv_.upload(s);
+        else
+          send_.upload(s);
         break;
       }
       case Op::kAllgather: {
         std::vector<uint8_t> s(send_.size());
         for (size_t i = 0; i < s.size(); ++i) s[i] = pattern_byte(r, 0, i);
+        recv_.fill_bytes(0);
         send_.upload(s);
+        if (in_place_) copy_on_device(own_block(), send_.data(), s.size());
         break;
       }
       case Op::kPingpong:  // not offered on nccl (validate)
         break;
     }
+    comm_.synchronize();
   }
 
+  // ncclAllReduce and ncclAllGather run both halves natively; the compressed and sparse
+  // allreduce run in place and alltoall out of place, the other half staging through a
+  // device copy (staging_note).
   void call() {
     const int p = size();
     switch (op_) {
       case Op::kAllreduce:
         if (half_buffer())
-          comm_.allreduce_sum_async(half_.data(), half_.data(), count_, DType::kF16);
+          comm_.allreduce_sum_async(in_place_ ? half_.data() : half_src_.data(), half_.data(),
+                                    count_, DType::kF16);
         else
-          comm_.allreduce_sum_async(buf_.data(), buf_.data(), count_, DType::kF32);
+          comm_.allreduce_sum_async(in_place_ ? buf_.data() : src_.data(), buf_.data(), count_,
+                                    DType::kF32);
         return;
       case Op::kCompressed:
+        if (!in_place_) copy_on_device(buf_.data(), src_.data(), count_ * sizeof(float));
         nccl_compressed_allreduce(comm_, state_, buf_.data(), count_);
         return;
       case Op::kSparse:
+        if (!in_place_) copy_on_device(buf_.data(), src_.data(), count_ * sizeof(float));
         nccl_sparse_allreduce_sum(comm_, buf_.data(), count_, mask_.data(), wire(),
                                   scratch_.data());
         return;
       case Op::kAlltoall:
+        if (in_place_) copy_on_device(send_.data(), recv_.data(), recv_.size());
         comm_.alltoall_async(send_.data(), recv_.data(), send_.size() / static_cast<size_t>(p));
         return;
       case Op::kAllgather:
-        comm_.allgather_async(send_.data(), recv_.data(), send_.size());
+        comm_.allgather_async(in_place_ ? own_block() : send_.data(), recv_.data(), send_.size());
         return;
       case Op::kPingpong:  // validate() keeps pingpong off the nccl backend
         throw Error("clbo bench collectives: pingpong is not available on nccl");
@@ -275,10 +303,12 @@ class NcclOps final : public RankOps {
   NcclCommunicator& comm_;
   const Sweep& sweep_;
   std::string bootstrap_;
+  Case case_;
   Op op_ = Op::kAllreduce;
   size_t count_ = 0;
-  DeviceBuffer<float> buf_, scratch_;
-  DeviceBuffer<uint16_t> half_;
+  bool in_place_ = true;
+  DeviceBuffer<float> buf_, src_, scratch_;
+  DeviceBuffer<uint16_t> half_, half_src_;
   DeviceBuffer<uint8_t> send_, recv_, mask_;
   DeviceBuffer<uint64_t> gather_;
   std::vector<uint8_t> host_mask_;
@@ -317,10 +347,12 @@ std::vector<Row> run_nccl_backend(const Sweep& run, nlohmann::json& describe, bo
     throw Error("nccl backend: started under mpirun, but this clbo was built without MPI");
 #endif
   }
-  const int ngpus = static_cast<int>(run.cfg.ngpus);
+  // nccl-tests: -t threads of -g GPUs each; clbo drives every GPU from its own thread.
+  const int ngpus = static_cast<int>(run.cfg.nthreads * run.cfg.ngpus);
   if (ngpus > cuda::device_count())
-    throw InputError("clbo bench collectives", "--ngpus", std::to_string(ngpus),
-                     fmt::format("only {} CUDA device(s) visible", cuda::device_count()));
+    throw InputError("clbo bench collectives", "-g", std::to_string(run.cfg.ngpus),
+                     fmt::format("-t {} x -g {} GPUs, but only {} CUDA device(s) visible",
+                                 run.cfg.nthreads, run.cfg.ngpus, cuda::device_count()));
   std::vector<int> devices(static_cast<size_t>(ngpus));
   for (int d = 0; d < ngpus; ++d) devices[static_cast<size_t>(d)] = d;
   std::vector<Row> rows;

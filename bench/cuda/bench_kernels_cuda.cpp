@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -28,6 +29,7 @@
 #include "clbo/cuda/onebit.hpp"
 #include "clbo/cuda/optim.hpp"
 #include "clbo/cuda/runtime.hpp"
+#include "gbench_flags.hpp"
 
 namespace {
 
@@ -278,35 +280,44 @@ void BM_RandomMask(benchmark::State& state) {
              [&](int s) { clbo::cuda::random_mask(0, ++t, 0.1, 0, n, bits[s].data()); });
 }
 
-void register_all() {
-  // Fixed iteration counts: one setup per size and a predictable run time (the GPU check
-  // has a budget). Both are enough for stable means at these sizes.
-#define CLBO_GPU_BENCH(fn)                                                                    \
-  benchmark::RegisterBenchmark(#fn, fn)->Arg(kSmall)->Iterations(200)->UseManualTime()->Unit( \
-      benchmark::kMicrosecond);                                                               \
-  benchmark::RegisterBenchmark(#fn, fn)->Arg(kLarge)->Iterations(30)->UseManualTime()->Unit(  \
-      benchmark::kMicrosecond)
-  CLBO_GPU_BENCH(BM_CopyD2D);
-  CLBO_GPU_BENCH(BM_Compress);
-  CLBO_GPU_BENCH(BM_EfSignPack);
-  CLBO_GPU_BENCH(BM_EfSumsq);
-  CLBO_GPU_BENCH(BM_Unpack);
+// One benchmark at one size, in microseconds (every case here takes tens of microseconds to a
+// few milliseconds on a data-centre GPU). Without a user's --benchmark_min_time each runs a
+// fixed number of iterations: one setup per size and a predictable run time (the GPU check
+// has a budget), enough for stable means at these sizes. A user's --benchmark_min_time
+// replaces the fixed count, as it would in any Google Benchmark binary.
+using BenchFn = void (*)(benchmark::State&);
+struct NamedBench {
+  const char* name;
+  BenchFn fn;
+};
+
+void register_one(const NamedBench& b, int64_t n, int64_t iters, bool fixed_iterations) {
+  auto* r = benchmark::RegisterBenchmark(b.name, b.fn)
+                ->Arg(n)
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
+  if (fixed_iterations) r->Iterations(iters);
+}
+
+void register_all(bool fixed_iterations) {
+  auto both_sizes = [&](std::initializer_list<NamedBench> list) {
+    for (const NamedBench& b : list) {
+      register_one(b, kSmall, 200, fixed_iterations);
+      register_one(b, kLarge, 30, fixed_iterations);
+    }
+  };
+  both_sizes({{"BM_CopyD2D", BM_CopyD2D},
+              {"BM_Compress", BM_Compress},
+              {"BM_EfSignPack", BM_EfSignPack},
+              {"BM_EfSumsq", BM_EfSumsq},
+              {"BM_Unpack", BM_Unpack}});
   // The server step serves one rank's chunk: at p = 4, a quarter of the large buffer.
-  benchmark::RegisterBenchmark("BM_ServerStep", BM_ServerStep)
-      ->Arg(kSmall)
-      ->Iterations(200)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("BM_ServerStep", BM_ServerStep)
-      ->Arg(kLarge / 4)
-      ->Iterations(30)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-  CLBO_GPU_BENCH(BM_Adam);
-  CLBO_GPU_BENCH(BM_LambDirection);
-  CLBO_GPU_BENCH(BM_MaskCompact);
-  CLBO_GPU_BENCH(BM_RandomMask);
-#undef CLBO_GPU_BENCH
+  register_one({"BM_ServerStep", BM_ServerStep}, kSmall, 200, fixed_iterations);
+  register_one({"BM_ServerStep", BM_ServerStep}, kLarge / 4, 30, fixed_iterations);
+  both_sizes({{"BM_Adam", BM_Adam},
+              {"BM_LambDirection", BM_LambDirection},
+              {"BM_MaskCompact", BM_MaskCompact},
+              {"BM_RandomMask", BM_RandomMask}});
 }
 
 // The reference bandwidth: a large device-to-device copy, best of 10 after a warmup.
@@ -337,7 +348,17 @@ double measure_copy_bw() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Read before Initialize, which removes the flags it knows from argv.
+  const auto args = clbo::bench::gbench_args(argc, argv);
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all(!clbo::bench::gbench_flag(args, "benchmark_min_time"));
+  // Listing needs no device and measures nothing.
+  if (clbo::bench::gbench_bool_flag(args, "benchmark_list_tests")) {
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+  }
   if (clbo::cuda::device_count() == 0) {
     std::printf("bench_kernels_cuda: skipped: no CUDA device: %s\n",
                 clbo::cuda::unavailable_reason().c_str());
@@ -352,7 +373,6 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("l2_bytes", std::to_string(g_l2_bytes));
   std::printf("device %s: D2D copy %.1f GB/s, L2 %zu bytes\n",
               clbo::cuda::device_description(0).c_str(), g_copy_bw / 1e9, g_l2_bytes);
-  register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -27,9 +27,10 @@
 //   frac_of_copy_bw    = bytes_per_second / the reference's bytes per second.
 // The 1M-element cases are in cache by design (in_cache = 1, no frac_of_copy_bw): they show
 // in-cache throughput, which a memory roofline fraction cannot express. The 64M-element
-// cases rotate enough buffer sets to reach the reference's buffer size. Usual Google
-// Benchmark flags apply (--benchmark_filter, --benchmark_out=f.json
-// --benchmark_out_format=json).
+// cases rotate enough buffer sets to reach the reference's buffer size. Every Google
+// Benchmark flag works as usual (--benchmark_filter, --benchmark_min_time,
+// --benchmark_out=f.json, --benchmark_list_tests, which lists without measuring the
+// reference).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@
 #include "clbo/kernels/norms.hpp"
 #include "clbo/kernels/onebit.hpp"
 #include "clbo/kernels/topk.hpp"
+#include "gbench_flags.hpp"
 
 namespace {
 
@@ -622,63 +624,76 @@ void BM_tensor_sumsq(benchmark::State& st) {
   report(st, layout.total(), 4.0, t.seconds(), rot);
 }
 
-#define CLBO_KERNEL_BENCH(fn)                                                 \
-  BENCHMARK(fn)->Arg(kSmall)->Arg(kLarge)->MinTime(0.2)->UseRealTime()->Unit( \
-      benchmark::kMillisecond)
+// Each kernel at two sizes, each timed in the unit that suits it: the in-cache 1M-element
+// case takes about a millisecond or less (microseconds), the 64M-element case tens of
+// milliseconds. The minimum time is Google Benchmark's --benchmark_min_time (clbo's default
+// 0.2 s when it is not given; see main).
+void register_kernel(const char* name, void (*fn)(benchmark::State&)) {
+  benchmark::RegisterBenchmark(name, fn)->Arg(kSmall)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(name, fn)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
 
-CLBO_KERNEL_BENCH(BM_ef_sumsq);
-CLBO_KERNEL_BENCH(BM_ef_sign_pack);
-CLBO_KERNEL_BENCH(BM_compress_fused);
-CLBO_KERNEL_BENCH(BM_unpack_scale);
-BENCHMARK(BM_server_step)
-    ->ArgNames({"c", "p"})
-    ->Args({kSmall, 4})
-    ->Args({kSmall, 8})
-    ->Args({kLarge, 4})
-    ->Args({kLarge, 8})
-    ->MinTime(0.2)
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-CLBO_KERNEL_BENCH(BM_random_mask);
-CLBO_KERNEL_BENCH(BM_compact);
-CLBO_KERNEL_BENCH(BM_topk);
-CLBO_KERNEL_BENCH(BM_f32_to_f16);
-CLBO_KERNEL_BENCH(BM_f16_to_f32);
-CLBO_KERNEL_BENCH(BM_adam_update);
-CLBO_KERNEL_BENCH(BM_lamb_direction);
-CLBO_KERNEL_BENCH(BM_tensor_sumsq);
+void register_all(size_t copy_bytes) {
+  register_kernel("BM_ef_sumsq", BM_ef_sumsq);
+  register_kernel("BM_ef_sign_pack", BM_ef_sign_pack);
+  register_kernel("BM_compress_fused", BM_compress_fused);
+  register_kernel("BM_unpack_scale", BM_unpack_scale);
+  for (const int64_t c : {kSmall, kLarge})
+    benchmark::RegisterBenchmark("BM_server_step", BM_server_step)
+        ->ArgNames({"c", "p"})
+        ->Args({c, 4})
+        ->Args({c, 8})
+        ->UseRealTime()
+        ->Unit(c == kSmall ? benchmark::kMicrosecond : benchmark::kMillisecond);
+  register_kernel("BM_random_mask", BM_random_mask);
+  register_kernel("BM_compact", BM_compact);
+  register_kernel("BM_topk", BM_topk);
+  register_kernel("BM_f32_to_f16", BM_f32_to_f16);
+  register_kernel("BM_f16_to_f32", BM_f16_to_f32);
+  register_kernel("BM_adam_update", BM_adam_update);
+  register_kernel("BM_lamb_direction", BM_lamb_direction);
+  register_kernel("BM_tensor_sumsq", BM_tensor_sumsq);
+  benchmark::RegisterBenchmark("BM_memcpy", BM_memcpy)
+      ->Arg(static_cast<int64_t>(copy_bytes))
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // Every Google Benchmark flag works as in any Google Benchmark binary; clbo only supplies
+  // a default --benchmark_min_time of 0.2 s, which the user's own replaces.
+  clbo::bench::ArgsWithDefaultMinTime args(argc, argv, "0.2");
+  benchmark::Initialize(args.argc(), args.argv());
+  if (benchmark::ReportUnrecognizedArguments(*args.argc(), args.argv())) return 1;
   g_llc_bytes = last_level_cache_bytes();
   const size_t copy_bytes = copy_buffer_bytes(g_llc_bytes);
   g_copy_buffer_bytes = copy_bytes;
-  std::fprintf(stderr, "measuring the streaming reference over 2 x %zu MiB...\n", copy_bytes >> 20);
-  const Reference ref = measure_reference(copy_bytes);
-  g_copy_bytes_per_s = ref.best();
-  auto context = [](const char* key, auto value) {
-    benchmark::AddCustomContext(key, std::to_string(value));
-  };
-  context("llc_bytes", g_llc_bytes);
-  context("llc_bytes_sysconf", sysconf_llc_bytes());
-  context("llc_bytes_sysfs", sysfs_llc_bytes());
-  context("copy_buffer_bytes", copy_bytes);
-  context("copy_bytes_per_second", g_copy_bytes_per_s);
-  benchmark::AddCustomContext("copy_reference", ref.best_name());
-  context("memcpy_bytes_per_second", ref.memcpy_rate);
-  context("scale_loop_bytes_per_second", ref.scale_rate);
-  context("update_loop_bytes_per_second", ref.update_rate);
-  context("update4_loop_bytes_per_second", ref.update4_rate);
-  // The CPU kernels are single-threaded, and so is every reference pattern.
-  context("threads", 1);
-  benchmark::RegisterBenchmark("BM_memcpy", BM_memcpy)
-      ->Arg(static_cast<int64_t>(copy_bytes))
-      ->MinTime(0.2)
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+  register_all(copy_bytes);
+  // Listing runs nothing, so it measures nothing first.
+  if (!clbo::bench::gbench_bool_flag(clbo::bench::gbench_args(argc, argv),
+                                     "benchmark_list_tests")) {
+    std::fprintf(stderr, "measuring the streaming reference over 2 x %zu MiB...\n",
+                 copy_bytes >> 20);
+    const Reference ref = measure_reference(copy_bytes);
+    g_copy_bytes_per_s = ref.best();
+    auto context = [](const char* key, auto value) {
+      benchmark::AddCustomContext(key, std::to_string(value));
+    };
+    context("llc_bytes", g_llc_bytes);
+    context("llc_bytes_sysconf", sysconf_llc_bytes());
+    context("llc_bytes_sysfs", sysfs_llc_bytes());
+    context("copy_buffer_bytes", copy_bytes);
+    context("copy_bytes_per_second", g_copy_bytes_per_s);
+    benchmark::AddCustomContext("copy_reference", ref.best_name());
+    context("memcpy_bytes_per_second", ref.memcpy_rate);
+    context("scale_loop_bytes_per_second", ref.scale_rate);
+    context("update_loop_bytes_per_second", ref.update_rate);
+    context("update4_loop_bytes_per_second", ref.update4_rate);
+    // The CPU kernels are single-threaded, and so is every reference pattern.
+    context("threads", 1);
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

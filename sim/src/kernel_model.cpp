@@ -49,8 +49,8 @@ double KernelModel::compaction_s(size_t n, size_t selected) const {
 }
 
 void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file) {
-  // `clbo bench kernels -o DIR` wraps Google Benchmark's JSON in a clbo.bench.kernels/1
-  // envelope (results/SCHEMA.md); the raw output of the binaries is read as it is.
+  // `clbo bench kernels` writes Google Benchmark's JSON as it is (clbo.bench.kernels/2);
+  // earlier versions wrapped it in a clbo.bench.kernels/1 envelope (results/SCHEMA.md).
   if (bench.is_object() && bench.contains("schema") && bench["schema"] == "clbo.bench.kernels/1" &&
       bench.contains("benchmark"))
     return load_kernel_bench(k, bench["benchmark"], file);

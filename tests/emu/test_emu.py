@@ -124,9 +124,9 @@ def test_mpi(emu_dir, clbo):
              "argv": ["/bin/sh", "-c", "echo rank=$OMPI_COMM_WORLD_RANK "
                       "ip=$(ip -o -4 addr show | grep -o '10\\.77\\.[0-9.]*')"]},
             {"id": "bench", "mpi": True, "np": 2, "timeout_s": 120,
-             "argv": [clbo, "bench", "collectives", "--backend", "mpi", "--op",
-                      "allreduce,compressed,pingpong", "-b", "64K", "-e", "64K", "-n", "2",
-                      "-w", "1", "-c", "1", "-o", out]}]
+             "argv": [clbo, "bench", "collectives", "--backend", "mpi",
+                      "--collective", "allreduce,compressed,pingpong", "-b", "64K", "-e", "64K",
+                      "-n", "2", "-w", "1", "-c", "1", "-a", "3", "-J", out]}]
     p = run_emu(emu_dir, plan_file(work, jobs))
     text, _ = p.communicate(timeout=300)
     if p.returncode != 0:

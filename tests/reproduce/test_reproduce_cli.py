@@ -62,7 +62,7 @@ class ReproduceCliTest(unittest.TestCase):
         self.assertIn("train experiments/convergence/smoke.json -o", r.stdout)
         self.assertNotIn("adam_family", r.stdout)  # only the smoke run without --full
         self.assertIn("bench kernels --cpu", r.stdout)
-        self.assertIn("--backend local --op compressed", r.stdout)
+        self.assertIn("--backend local --collective compressed", r.stdout)
         self.assertIn("clbo report", r.stdout)
         self.assertIn("clbo plot", r.stdout)
         self.assertEqual(os.listdir(self.dir), [], "a dry run writes nothing")

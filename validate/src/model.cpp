@@ -24,7 +24,7 @@ double steady(const nlohmann::json& bulk, const std::string& where) {
   return at(bulk, "steady_rate_Mbps", where).get<double>();
 }
 
-// The 8-byte row of a clbo bench collectives --op pingpong result: one-way time, seconds.
+// The 8-byte row of a clbo bench collectives --collective pingpong result: one-way time, seconds.
 double pingpong_s(const nlohmann::json& bench, const std::string& where) {
   for (const auto& row : at(bench, "rows", where))
     if (row.value("op", "") == "pingpong") return row["time_us"].get<double>() * 1e-6;

@@ -86,15 +86,35 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
   for (const ClusterConfig& c : s.clusters) {
     nlohmann::json jobs = nlohmann::json::array();
     auto pingpong = [&](bool same_host) {
-      return nlohmann::json{
-          {"id", same_host ? "pingpong-host" : "pingpong-net"},
-          {"mpi", true},
-          {"np", 2},
-          {"map_by", same_host ? "slot" : "node"},
-          {"timeout_s", 120},
-          {"argv",
-           {t.clbo, "bench", "collectives", "--backend", "mpi", "--op", "pingpong", "-b", "8", "-e",
-            "8", "-n", "1000", "-w", "50", "-c", "1", "-o", pingpong_out(t, c, same_host)}}};
+      return nlohmann::json{{"id", same_host ? "pingpong-host" : "pingpong-net"},
+                            {"mpi", true},
+                            {"np", 2},
+                            {"map_by", same_host ? "slot" : "node"},
+                            {"timeout_s", 120},
+                            {"argv",
+                             {t.clbo,
+                              "bench",
+                              "collectives",
+                              "--backend",
+                              "mpi",
+                              "--collective",
+                              "pingpong",
+                              "-b",
+                              "8",
+                              "-e",
+                              "8",
+                              "-n",
+                              "1000",
+                              "-w",
+                              "50",
+                              "-c",
+                              "1",
+                              "-a",
+                              "3",
+                              "-T",
+                              "120",
+                              "-J",
+                              pingpong_out(t, c, same_host)}}};
     };
     jobs.push_back(pingpong(false));
     if (c.ranks_per_host > 1) jobs.push_back(pingpong(true));
@@ -109,7 +129,7 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
                              "collectives",
                              "--backend",
                              "mpi",
-                             "--op",
+                             "--collective",
                              fmt::format("{}", fmt::join(ops, ","))};
       if (b.id == "bench-alt")
         argv.insert(argv.end(), {"--algo", fmt::format("{}", fmt::join(algos, ","))});
@@ -117,7 +137,8 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
            {std::string("-b"), std::to_string(c.sizes.min_bytes), std::string("-e"),
             std::to_string(c.sizes.max_bytes), std::string("-f"), std::to_string(c.sizes.factor),
             std::string("-n"), std::to_string(s.iters), std::string("-w"), std::to_string(s.warmup),
-            std::string("-c"), std::string("0"), std::string("-o"), b.out})
+            std::string("-c"), std::string("0"), std::string("-a"), std::string("3"),
+            std::string("-T"), std::string("120"), std::string("-J"), b.out})
         argv.push_back(a);
       jobs.push_back({{"id", b.id},
                       {"mpi", true},

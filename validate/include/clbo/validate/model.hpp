@@ -1,7 +1,7 @@
 // The simulated side of an emulated cluster, built only from the emulation's parameters
 // and the run's own probes (never from the collective timings it is compared with):
 //   links      the TCP ping-pong and bulk probes (emu/clbo_emu/probe.py) and the MPI
-//              ping-pong (clbo bench collectives --op pingpong) of the same cluster;
+//              ping-pong (clbo bench collectives --collective pingpong) of the same cluster;
 //   preset     a clbo cluster (sim/cluster.hpp) with one "node" per emulated host and one
 //              "GPU" per rank: NIC rate = link rate × the achieved fraction, latencies
 //              split into the TCP path (links) and MPI's own per-message cost (software

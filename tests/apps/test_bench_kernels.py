@@ -1,0 +1,52 @@
+"""`clbo bench kernels` and bench_kernels_cpu behave as any Google Benchmark 1.7.1 binary.
+
+Usage: test_bench_kernels.py BIN_DIR   (the folder holding clbo and bench_kernels_cpu)
+
+- --benchmark_list_tests lists without measuring anything first (no streaming reference);
+- the user's --benchmark_min_time is not overridden by a per-benchmark MinTime (Google
+  Benchmark then names the benchmark ".../min_time:X/..." and ignores the flag);
+- one --benchmark_out file and a -o folder are not both taken.
+Running a benchmark measures the streaming reference first (tens of seconds), so the saved
+JSON's structure is tested on the transform alone (test_bench_kernels_json.cpp).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BIN = None
+
+
+def run(argv, expect=0):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if r.returncode != expect:
+        raise AssertionError(f"{argv}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    return r
+
+
+class GoogleBenchmarkHabits(unittest.TestCase):
+    def test_list_tests_measures_nothing(self):
+        r = run([os.path.join(BIN, "bench_kernels_cpu"), "--benchmark_list_tests"])
+        names = r.stdout.split()
+        self.assertIn("BM_ef_sumsq/1048576/real_time", names)
+        self.assertIn("BM_ef_sumsq/67108864/real_time", names)
+        self.assertTrue(any(n.startswith("BM_memcpy/") for n in names), names)
+        self.assertFalse([n for n in names if "min_time:" in n], "a MinTime() would override "
+                         "--benchmark_min_time")
+        self.assertNotIn("streaming reference", r.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            r = run([os.path.join(BIN, "clbo"), "bench", "kernels", "--cpu", "-o", d,
+                     "--benchmark_list_tests", "--benchmark_filter=compact"])
+            self.assertEqual(r.stdout.split(), [n for n in names if "compact" in n])
+            self.assertEqual(os.listdir(d), [])  # listing writes no results
+
+    def test_one_out_file_and_a_folder_conflict(self):
+        r = run([os.path.join(BIN, "clbo"), "bench", "kernels", "--cpu", "-o", "/tmp",
+                 "--benchmark_out=/tmp/x.json"], expect=2)
+        self.assertIn("either -o DIR or --benchmark_out=FILE", r.stderr)
+
+
+if __name__ == "__main__":
+    BIN = sys.argv.pop(1)
+    unittest.main()
