@@ -204,7 +204,10 @@ def plot(results_dir, out_dir, name="roofline", input="bench/kernels-cpu.json", 
     ax.set_xlim(2.0 ** lo / 1.2, 2.0 ** hi * 1.2)
     ax.set_ylim(min(ys_all) / 2, max(ys_all) * 2)
     place_labels(fig, ax, labels)
+    # Labels at 1, 2 and 5 of each decade: a run within one decade still gets several.
+    ax.yaxis.set_major_locator(common.matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(common.matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(common.matplotlib.ticker.NullFormatter())
     ax.set_xlabel("minimum bytes each element must move (log2 scale; "
                   "docs/reference/published.md §5.5)")
     ax.set_ylabel("achieved GB/s: minimum bytes moved per second (log scale)")
