@@ -427,6 +427,23 @@ def panel_grid(n, panel_size=(5.0, 3.6)):
     return fig, flat[:n]
 
 
+def size_text(value):
+    """1048576 -> '1M', 67108864 -> '64M' (powers of two, as the benchmarks use); other
+    values as they are."""
+    n = int(value)
+    for shift, suffix in ((30, "G"), (20, "M"), (10, "k")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{suffix}"
+    return str(n)
+
+
+def log_axis_labels(axis):
+    """Labels at 1, 2 and 5 of each decade of a log axis, written plainly (%g)."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def count_formatter(value, _pos=None):
     """Tick labels such as 200, 5k, 20k, 1.5M: readable on log axes."""
     if value >= 1e6:

@@ -30,15 +30,6 @@ MACHINE_STYLES = {
 REFERENCE_KERNELS = ("BM_memcpy", "BM_CopyD2D")
 
 
-def size_text(value):
-    """1048576 -> '1M', 67108864 -> '64M' (powers of two, as the benchmarks use)."""
-    n = int(value)
-    for shift, suffix in ((30, "G"), (20, "M"), (10, "k")):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{suffix}"
-    return str(n)
-
-
 def parse_name(name):
     """'BM_server_step/c:1048576/p:4/real_time' -> ('BM_server_step', [('c', '1048576'),
     ('p', '4')]); unnamed arguments get the key ''."""
@@ -112,7 +103,7 @@ def point_label(kernel, args, sizes_of_kernel):
     and the other arguments always ('server_step p=4')."""
     parts = [kernel.removeprefix("BM_")]
     if args and sizes_of_kernel > 1:
-        parts.append(f"n={size_text(args[0][1])}" if args[0][1].isdigit() else args[0][1])
+        parts.append(f"n={common.size_text(args[0][1])}" if args[0][1].isdigit() else args[0][1])
     parts += [f"{k}={v}" if k else v for k, v in args[1:]]
     return " ".join(parts)
 
@@ -204,10 +195,7 @@ def plot(results_dir, out_dir, name="roofline", input="bench/kernels-cpu.json", 
     ax.set_xlim(2.0 ** lo / 1.2, 2.0 ** hi * 1.2)
     ax.set_ylim(min(ys_all) / 2, max(ys_all) * 2)
     place_labels(fig, ax, labels)
-    # Labels at 1, 2 and 5 of each decade: a run within one decade still gets several.
-    ax.yaxis.set_major_locator(common.matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(common.matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(common.matplotlib.ticker.NullFormatter())
+    common.log_axis_labels(ax.yaxis)  # a run within one decade still gets several labels
     ax.set_xlabel("minimum bytes each element must move (log2 scale; "
                   "docs/reference/published.md §5.5)")
     ax.set_ylabel("achieved GB/s: minimum bytes moved per second (log scale)")

@@ -250,6 +250,8 @@ def check_any_results(src, clbo):
         shutil.copy(os.path.join(src, "tests", "report", "plots", "data",
                                  "kernels-cpu-sample.json"),
                     os.path.join(mine, "bench", "kernels-cpu.json"))
+        shutil.copy(os.path.join(src, "results", "bench", "collectives-local-compressed.json"),
+                    os.path.join(mine, "bench", "collectives.json"))
         # A file that is not a clbo result stops the run before anything is drawn.
         with open(os.path.join(mine, "ds_config.json"), "w") as f:
             json.dump({"train_batch_size": 4096, "optimizer": {"type": "OneBitAdam"}}, f)
@@ -268,7 +270,7 @@ def check_any_results(src, clbo):
         # The folder: each file's figures, named by its key.
         plot_all.draw_each_file(mine, out, None)
         want = ["my-run-throughput", "my-run-speedup", "my-run-volume", "my-run-breakdown",
-                "bench-kernels-cpu-roofline"]
+                "bench-kernels-cpu-roofline", "bench-collectives-collectives"]
         have = sorted(f for f in os.listdir(out))
         for name in want:
             for ext in ("png", "svg"):
