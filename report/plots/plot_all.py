@@ -116,11 +116,6 @@ def _draw(task):
         return [], str(e)
 
 
-def draw_tasks(tasks):
-    """Draws (script, args, kwargs) tasks in order; returns [(written, error)]."""
-    return [_draw(t) for t in tasks]
-
-
 def results_files(path):
     """[(key, file)] of a results file or every *.json under a folder (recursively, but not
     inside raw/ folders, which keep other tools' own output; results/SCHEMA.md), sorted."""
@@ -168,7 +163,7 @@ def draw_each_file(path, out, specs):
                               dict(name=name, input=os.path.relpath(f, results_dir), **options)))
                 names.append(name)
         written = []
-        for name, (files, error) in zip(names, draw_tasks(tasks)):
+        for name, (files, error) in zip(names, map(_draw, tasks)):
             written += files
             if error:
                 skipped.append(f"{name}: {error}")
@@ -229,7 +224,7 @@ def main():
             tasks.append((fig["script"], (a.results, staging),
                           dict(name=fig["name"], input=fig["input"], **options)))
         written = []
-        for fig, (files, error) in zip(figures, draw_tasks(tasks)):
+        for fig, (files, error) in zip(figures, map(_draw, tasks)):
             if error:
                 raise common.PlotError(error)
             written += files
