@@ -125,7 +125,8 @@ clbo::cli::Registrar reg(
           "PATH: every results file in it (or PATH itself) is checked first, a file that is "
           "not a clbo result is an error naming it, and each gets the figures its schema "
           "fits: throughput, speedup, volume, breakdown and calibration for simulations, "
-          "convergence for training, roofline for kernel benchmarks, validation for "
+          "convergence for training, roofline for kernel benchmarks, collectives for "
+          "collective sweeps, validation for "
           "clbo validate. Published points are drawn where a claim spec reads that very "
           "simulation.");
       return [args] { return run(*args); };
