@@ -94,9 +94,9 @@ ReplayInputs load_inputs(const ReplayArgs& a) {
     in.layout.require_total(in.n, a.layout);
   }
 
-  const nlohmann::json block = load_json_file(a.optimizer);
+  const OptimizerConfig config = parse_optimizer_config(load_json_file(a.optimizer), a.optimizer);
   for (int r = 0; r < in.p; ++r)
-    in.optimizers.push_back(make_optimizer(block, a.optimizer, in.layout, in.p, r));
+    in.optimizers.push_back(make_optimizer(config, in.layout, in.p, r));
   // With "nonfinite": "skip" the optimizers agree among ranks to skip bad steps themselves.
   in.skip_nonfinite = in.optimizers[0]->config().common.nonfinite == NonfinitePolicy::kSkip;
   for (const std::string& w :
