@@ -1,6 +1,7 @@
-// `clbo plot`: regenerates every figure (report/plots/plot_all.py, matplotlib) from a results
-// directory. The scripts are found in ./report/plots when run from a checkout, else in the source
-// tree this binary was built from (CLBO_SOURCE_DIR). Returns the script's exit code.
+// `clbo plot`: draws the paper figures (report/plots/plot_all.py, matplotlib) from a results
+// directory, or with a PATH the figures that fit each results file in it. The scripts are found in
+// ./report/plots when run from a checkout, else in the source tree this binary was built from
+// (CLBO_SOURCE_DIR). Returns the script's exit code.
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -26,7 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct PlotArgs {
-  std::string results = "results", out = "figures", python = "/usr/bin/python3";
+  std::string path;  // a results file or folder: the figures that fit each file
+  std::string results = "results", out = "figures", python = "/usr/bin/python3", specs;
   std::vector<std::string> only;
   bool skip_missing = false;
 };
@@ -64,8 +66,18 @@ int run(const PlotArgs& a) {
     throw clbo::InputError("clbo plot", "--python", a.python,
                            "no such interpreter; install Debian's python3 and "
                            "python3-matplotlib (apt-get install python3-matplotlib)");
-  std::vector<std::string> all{python, find_plot_all().string(), "--results", a.results, "--out",
-                               a.out};
+  std::vector<std::string> all{python, find_plot_all().string()};
+  if (a.path.empty()) {
+    all.insert(all.end(), {"--results", a.results});
+  } else {
+    // Checked here so the message names the argument before Python starts.
+    std::error_code ec;
+    if (!fs::exists(a.path, ec))
+      throw clbo::InputError("clbo plot", "PATH", a.path, "no such results file or folder");
+    all.push_back(a.path);
+  }
+  all.insert(all.end(), {"--out", a.out});
+  if (!a.specs.empty()) all.insert(all.end(), {"--specs", a.specs});
   for (const auto& name : a.only) {
     all.push_back("--only");
     all.push_back(name);
@@ -73,7 +85,8 @@ int run(const PlotArgs& a) {
   if (a.skip_missing) all.push_back("--skip-missing");
   // The scripts live in the source tree; keep it free of __pycache__.
   ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
-  clbo::cli::progress("plotting " + a.results + " -> " + a.out + " (" + all[1] + ")");
+  clbo::cli::progress("plotting " + (a.path.empty() ? a.results : a.path) + " -> " + a.out + " (" +
+                      all[1] + ")");
   const int code = clbo::cli::run_attached(all, "clbo plot");
   if (code == 0) return 0;
   // plot_all.py exits 2 without matplotlib after printing which package to install; any
@@ -85,11 +98,20 @@ int run(const PlotArgs& a) {
 }
 
 clbo::cli::Registrar reg(
-    "plot", "Draw every figure (PNG and SVG) from results/ with matplotlib (see docs/plots.md)",
+    "plot",
+    "Draw the paper figures (PNG and SVG) from results/, or the figures that fit any results "
+    "file or folder, with matplotlib (see docs/plots.md)",
     [](CLI::App& sub) {
       auto args = std::make_shared<PlotArgs>();
-      sub.add_option("--results", args->results, "results directory to read")
+      sub.add_option("path", args->path,
+                     "a results file or folder (yours): draw every figure that fits each "
+                     "results file in it, named <file>-<figure>, instead of the paper figures");
+      sub.add_option("--results", args->results,
+                     "results directory with the paper figures' inputs (without PATH)")
           ->capture_default_str();
+      sub.add_option("--specs", args->specs,
+                     "claim specs whose published values the figures overlay (default: "
+                     "./experiments/paper, else the source tree's)");
       sub.add_option("-o,--out", args->out, "where to write the figures")->capture_default_str();
       sub.add_option("--python", args->python,
                      "Python interpreter with matplotlib (Debian's python3-matplotlib)")
@@ -97,6 +119,16 @@ clbo::cli::Registrar reg(
       sub.add_option("--only", args->only, "draw only these figures (names: plot_all.py --help)");
       sub.add_flag("--skip-missing", args->skip_missing,
                    "skip figures whose input file is missing instead of failing");
+      sub.footer(
+          "Without PATH: the paper figures of report/plots/plot_all.py's FIGURES table from "
+          "--results (a missing input is an error naming it, unless --skip-missing). With "
+          "PATH: every results file in it (or PATH itself) is checked first, a file that is "
+          "not a clbo result is an error naming it, and each gets the figures its schema "
+          "fits: throughput, speedup, volume, breakdown and calibration for simulations, "
+          "convergence for training, roofline for kernel benchmarks, collectives for "
+          "collective sweeps, validation for "
+          "clbo validate. Published points are drawn where a claim spec reads that very "
+          "simulation.");
       return [args] { return run(*args); };
     });
 

@@ -1,5 +1,6 @@
 // `clbo report`: the papers' claims (experiments/paper/*.json) against the results files
-// under results/, plus summary tables, as Markdown, LaTeX or CSV. It reads results only and
+// under results/ (where a spec reads them), plus summary tables of any results, as Markdown,
+// LaTeX or CSV. It reads results only and
 // never reruns anything; every file is written only after every claim evaluated cleanly.
 #include <fmt/format.h>
 
@@ -32,10 +33,24 @@ int run_report(const ReportArgs& a) {
   }
   clbo::cli::progress(fmt::format("reading results under {}", a.results_dir));
   const ResultsStore store = ResultsStore::load(a.results_dir);
-  clbo::cli::progress(
-      fmt::format("evaluating {} claims from {} specs in {}", claims, specs.size(), specs_dir));
+  clbo::cli::progress(fmt::format(
+      "evaluating the claims of the specs in {} that read these results ({} specs, {} claims)",
+      specs_dir, specs.size(), claims));
   const ReportOutput out = build_report(specs, store, a.format);
   for (const auto& path : write_report(out, a.out_dir)) fmt::print("wrote {}\n", path);
+  if (!out.paper) {
+    fmt::print(
+        "no paper claims: none of the {} specs in {} reads these results (paper and headline "
+        "tables not written; summary only)\n",
+        specs.size(), specs_dir);
+    return 0;
+  }
+  if (!out.specs_skipped.empty()) {
+    std::string names;
+    for (const auto& n : out.specs_skipped) names += (names.empty() ? "" : ", ") + n;
+    fmt::print("skipped {} specs whose results are not under {}: {}\n", out.specs_skipped.size(),
+               a.results_dir, names);
+  }
   const Counts& c = out.counts;
   fmt::print("{} rows: {} within the target band, {} outside, {} not computed, {} without a band\n",
              c.rows, c.within, c.outside, c.not_computed, c.no_band);
@@ -48,7 +63,8 @@ clbo::cli::Registrar reg(
     "or csv; reads results only",
     [](CLI::App& sub) {
       auto a = std::make_shared<ReportArgs>();
-      sub.add_option("results", a->results_dir, "Results folder to read (every *.json under it)")
+      sub.add_option("results", a->results_dir,
+                     "Results folder to read (every *.json under it), or one results file")
           ->capture_default_str();
       sub.add_option("--specs", a->specs_dir,
                      "Folder of claim specs (default: ./experiments/paper, else the source "
@@ -67,9 +83,11 @@ clbo::cli::Registrar reg(
           "target band with their reasons, and the rows not computed), headline.<ext> (the "
           "headline claims) and summary.<ext> (volume per optimizer, speedup per cluster, "
           "convergence gaps, kernel roofline fractions), and validation.<ext> when clbo.validate/1 "
-          "results exist (the simulator against the emulated cluster). A missing, corrupt or "
-          "unsupported "
-          "results file, a stale simulation, or a bad spec is an error and nothing is written. "
+          "results exist (the simulator against the emulated cluster). Paper tables come only from "
+          "the specs that read these results: on your own results folder (no paper spec's "
+          "files) the report is summary.<ext> (and validation.<ext>) alone. A missing, corrupt "
+          "or unsupported results file, a file that is not a clbo result, a stale simulation, "
+          "or a bad spec is an error and nothing is written. "
           "The spec format is in docs/report.md; the results schemas in results/SCHEMA.md.");
       return [a] { return run_report(*a); };
     });

@@ -21,6 +21,7 @@ SCHEMAS = {
     "clbo.bench.collectives/1": "measured",
     "clbo.bench.kernels/1": "measured",
     "clbo.validate/1": "measured and simulated",
+    "clbo.demo/1": "measured",
 }
 
 
@@ -72,6 +73,13 @@ def load_results(path, schemas=None):
                         f"(line {e.lineno}, column {e.colno}: {e.msg})") from None
     if not isinstance(doc, dict):
         raise PlotError(f"{path}: corrupt results file, the top level is not a JSON object")
+    if "schema" not in doc:
+        hint = ""
+        if "simulate" in doc or "optimizers" in doc:
+            hint = "; it looks like an experiment file: `clbo simulate` or `clbo train` it"
+        raise PlotError(f"{path}: not a clbo results file: it has no 'schema' field (every "
+                        f"clbo result names its own, e.g. clbo.simulate/1; results/SCHEMA.md)"
+                        + hint)
     schema = doc.get("schema")
     if schema not in SCHEMAS:
         raise PlotError(f"{path}: unknown results schema {json.dumps(schema)} "
@@ -129,7 +137,7 @@ def unique_in_order(values):
 
 
 def series_key_fields(runs, candidates=("batch_size", "micro_batch", "grad_acc", "backend",
-                                       "workload")):
+                                       "workload", "implementation")):
     """Fields besides the optimizer that must tell series apart: those that still differ
     between runs of one optimizer on one cluster at one GPU count (e.g. 1-bit LAMB at batch
     8K, 16K, 32K, 64K). A field that changes only with the GPU count (accumulation steps at
@@ -296,10 +304,12 @@ def save_figure(fig, out_dir, name, caption, legend_top=0.0):
     return written
 
 
-def finish_figure(fig, legend_axes, results_dir, sources, out_dir, name, legend_title=None):
+def finish_figure(fig, legend_axes, results_dir, sources, out_dir, name, legend_title=None,
+                  legend_columns=None):
     """Shared ending of every figure: the legend above the panels (when legend_axes is
     given), the caption naming the source results, and the atomic PNG + SVG write."""
-    legend = figure_legend(fig, legend_axes, title=legend_title) if legend_axes else 0.0
+    legend = figure_legend(fig, legend_axes, title=legend_title,
+                           columns=legend_columns) if legend_axes else 0.0
     return save_figure(fig, out_dir, name, source_caption(results_dir, sources), legend_top=legend)
 
 
@@ -388,16 +398,17 @@ def scaling_series(runs, path, clusters=None, optimizers=None, only_with_baselin
     return out
 
 
-def figure_legend(fig, axes_list, title=None):
-    """One legend for all panels, in a band above them (never over data). Returns the
-    fraction of the figure height it needs, for save_figure's layout."""
+def figure_legend(fig, axes_list, title=None, columns=None):
+    """One legend for all panels, in a band above them (never over data); `columns` fixes
+    the column count (long labels). Returns the fraction of the figure height it needs,
+    for save_figure's layout."""
     handles, labels = [], []
     for ax in axes_list:
         for h, l in zip(*ax.get_legend_handles_labels()):
             if l not in labels:
                 handles.append(h)
                 labels.append(l)
-    ncol = min(len(labels), 3 if max((len(l) for l in labels), default=0) > 24 else 6)
+    ncol = columns or min(len(labels), 3 if max((len(l) for l in labels), default=0) > 24 else 6)
     fig.legend(handles, labels, loc="upper center", ncol=max(ncol, 1), title=title,
                borderaxespad=0.3, columnspacing=1.2)
     rows = (len(labels) + ncol - 1) // max(ncol, 1)
@@ -414,6 +425,23 @@ def panel_grid(n, panel_size=(5.0, 3.6)):
     for ax in flat[n:]:
         ax.set_visible(False)
     return fig, flat[:n]
+
+
+def size_text(value):
+    """1048576 -> '1M', 67108864 -> '64M' (powers of two, as the benchmarks use); other
+    values as they are."""
+    n = int(value)
+    for shift, suffix in ((30, "G"), (20, "M"), (10, "k")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{suffix}"
+    return str(n)
+
+
+def log_axis_labels(axis):
+    """Labels at 1, 2 and 5 of each decade of a log axis, written plainly (%g)."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def count_formatter(value, _pos=None):

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Bars of bytes sent per GPU over the whole run, one bar per optimizer, at one cluster and
 GPU count, each compressed optimizer annotated with its reduction factor against its named
-baseline (simulated.volume_reduction), from a clbo.simulate/1 results file.
+baseline (simulated.volume_reduction), from a clbo.simulate/1 results file; where a paper
+claim gives the reduction of that very simulation (published.py), its published value is
+written under clbo's.
 
     python3 report/plots/volume.py --results results --out figures \
         [--input sim/fabrics-optimizers.json] [--cluster paper-ib-v100] [--gpus 64]
@@ -12,6 +14,7 @@ import sys
 sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (must come first: the matplotlib guard)
+import published  # noqa: E402
 
 
 def pick_setting(runs, path, cluster, gpus):
@@ -26,11 +29,13 @@ def pick_setting(runs, path, cluster, gpus):
 
 
 def plot(results_dir, out_dir, name="volume", input="sim/fabrics-optimizers.json",
-         cluster=None, gpus=None):
+         cluster=None, gpus=None, specs_dir=None):
     path = os.path.join(results_dir, input)
     doc = common.load_results(path, ["clbo.simulate/1"])
     runs = common.sim_runs(doc, path)
     cluster, gpus, chosen = pick_setting(runs, path, cluster, gpus)
+    marks = published.points(published.load_specs(specs_dir or published.default_specs_dir()),
+                             os.path.splitext(input)[0], doc, "simulated.volume_reduction")
     extra = common.series_key_fields(chosen)
     labels = [common.series_label(r, extra) for r in chosen]
     if len(set(labels)) != len(labels):
@@ -51,9 +56,12 @@ def plot(results_dir, out_dir, name="volume", input="sim/fabrics-optimizers.json
         if run.get("baseline"):
             factor = common.field(run, path, "simulated.volume_reduction", "run")
             text += f"\n{factor:.3g}x less\nthan {run['baseline']}"
+            for m in marks:
+                if published.matches(m.get("where", {"_": None}), run):
+                    text += f"\npublished:\n{m['label'].split(': ', 1)[1]}"
         ax.annotate(text, xy=(x, value), xytext=(0, 3), textcoords="offset points",
                     ha="center", va="bottom", fontsize=8)
-    ax.set_ylim(0, top * 1.3)
+    ax.set_ylim(0, top * (1.45 if marks else 1.3))
     common.bar_tick_labels(ax, xs, labels)
     ax.grid(axis="x", visible=False)
     ax.set_axisbelow(True)
@@ -68,9 +76,11 @@ def main():
     def extra(p):
         p.add_argument("--cluster", help="cluster (default: the file's first)")
         p.add_argument("--gpus", type=int, help="GPU count (default: the largest)")
+        p.add_argument("--specs", help="claim specs with the published values (default: "
+                       "experiments/paper)")
     a = common.standard_args(__doc__.split("\n")[0], extra, "sim/fabrics-optimizers.json",
                              "clbo.simulate/1", "volume").parse_args()
-    for f in plot(a.results, a.out, a.name, a.input, a.cluster, a.gpus):
+    for f in plot(a.results, a.out, a.name, a.input, a.cluster, a.gpus, a.specs):
         print(f"wrote {f}")
 
 

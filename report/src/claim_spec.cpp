@@ -313,4 +313,20 @@ std::vector<ClaimSpec> load_claim_specs(const std::string& dir) {
   return specs;
 }
 
+namespace {
+void collect_results(const Metric& m, std::vector<std::string>& out) {
+  for (const Selector* sel : {&m.a, &m.b})
+    if (!sel->results.empty() && std::find(out.begin(), out.end(), sel->results) == out.end())
+      out.push_back(sel->results);
+  for (const Metric& sub : m.of) collect_results(sub, out);
+}
+}  // namespace
+
+std::vector<std::string> results_read(const ClaimSpec& spec) {
+  std::vector<std::string> out;
+  for (const Claim& c : spec.claims)
+    if (c.metric.op != Metric::Op::kUnavailable) collect_results(c.metric, out);
+  return out;
+}
+
 }  // namespace clbo::report

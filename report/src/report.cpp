@@ -239,13 +239,51 @@ Table claims_csv_table(const std::vector<ClaimRow>& rows) {
   return t;
 }
 
+std::vector<const ClaimSpec*> specs_matching(const std::vector<ClaimSpec>& specs,
+                                             const ResultsStore& store) {
+  std::vector<const ClaimSpec*> reading, reading_nothing;
+  for (const ClaimSpec& s : specs) {
+    const std::vector<std::string> keys = results_read(s);
+    if (keys.empty()) {
+      reading_nothing.push_back(&s);
+      continue;
+    }
+    if (std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return store.find(k); }))
+      reading.push_back(&s);
+  }
+  if (reading.empty()) return {};
+  // Keep the specs' own order: file-name order, as the paper tables are.
+  std::vector<const ClaimSpec*> out;
+  for (const ClaimSpec& s : specs)
+    if (std::find(reading.begin(), reading.end(), &s) != reading.end() ||
+        std::find(reading_nothing.begin(), reading_nothing.end(), &s) != reading_nothing.end())
+      out.push_back(&s);
+  return out;
+}
+
 ReportOutput build_report(const std::vector<ClaimSpec>& specs, const ResultsStore& store,
                           const std::string& format) {
   if (std::find(formats().begin(), formats().end(), format) == formats().end())
     throw InputError("<command line>", "--format", format,
                      "must be md, tex or csv" + did_you_mean(format, formats()));
+  if (store.files().empty())
+    throw InputError(store.dir(), "(results folder)", store.dir(),
+                     "holds no results file (*.json); clbo simulate, train, bench and validate "
+                     "write them (results/SCHEMA.md)");
   ReportOutput out;
-  const std::vector<ClaimRow> rows = evaluate_all(specs, store);
+  std::vector<ClaimSpec> used;
+  for (const ClaimSpec* s : specs_matching(specs, store)) used.push_back(*s);
+  for (const ClaimSpec& s : specs) {
+    const bool in =
+        std::any_of(used.begin(), used.end(), [&](const ClaimSpec& u) { return u.name == s.name; });
+    (in ? out.specs_used : out.specs_skipped).push_back(s.name);
+  }
+  out.files.merge(render_files(summary_document(store), "summary", format));
+  if (has_validation(store))
+    out.files.merge(render_files(validation_document(store), "validation", format));
+  if (used.empty()) return out;
+  out.paper = true;
+  const std::vector<ClaimRow> rows = evaluate_all(used, store);
   out.counts = count_rows(rows);
   if (format == "csv") {
     out.files["paper.csv"] = render_csv(claims_csv_table(rows));
@@ -257,9 +295,6 @@ ReportOutput build_report(const std::vector<ClaimSpec>& specs, const ResultsStor
     out.files.merge(render_files(paper_document(rows, store.dir()), "paper", format));
     out.files.merge(render_files(headline_document(rows, store.dir()), "headline", format));
   }
-  out.files.merge(render_files(summary_document(store), "summary", format));
-  if (has_validation(store))
-    out.files.merge(render_files(validation_document(store), "validation", format));
   return out;
 }
 

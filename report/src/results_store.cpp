@@ -27,8 +27,12 @@ std::string check_schema(const nlohmann::json& doc, const std::string& path) {
   const auto it = doc.find("schema");
   if (it == doc.end())
     throw InputError(path, "schema", "missing",
-                     "not a clbo results file (every results file names its schema; see "
-                     "results/SCHEMA.md)");
+                     std::string("not a clbo results file (every results file names its schema; "
+                                 "see results/SCHEMA.md)") +
+                         (doc.contains("simulate") || doc.contains("optimizers")
+                              ? "; it looks like an experiment file: `clbo simulate` or `clbo "
+                                "train` it"
+                              : ""));
   if (!it->is_string()) throw InputError(path, "schema", it->dump(), "expected a string");
   const std::string schema = it->get<std::string>();
   const auto& known = supported_schemas();
@@ -40,9 +44,21 @@ std::string check_schema(const nlohmann::json& doc, const std::string& path) {
 
 ResultsStore ResultsStore::load(const std::string& dir) {
   std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) {
+    // One results file: its key is its name without .json.
+    ResultsStore store;
+    store.dir_ = dir;
+    ResultsFile f;
+    f.path = dir;
+    f.key = fs::path(dir).stem().string();
+    f.doc = load_json_file(f.path);
+    f.schema = check_schema(f.doc, f.path);
+    store.files_.emplace(f.key, std::move(f));
+    return store;
+  }
   if (!fs::is_directory(dir, ec))
     throw InputError(dir, "(results folder)", dir,
-                     fs::exists(dir, ec) ? "is not a folder" : "does not exist");
+                     fs::exists(dir, ec) ? "is neither a folder nor a file" : "does not exist");
   ResultsStore store;
   store.dir_ = dir;
   std::vector<fs::path> paths;

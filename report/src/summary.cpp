@@ -226,6 +226,60 @@ void kernel_tables(Document& doc, const ResultsStore& store) {
                   store.dir() + " (run `clbo bench kernels -o " + store.dir() + "/bench`).");
 }
 
+// The first of the dotted paths the row has as a number ("time_us", or an out-of-place half
+// "out_of_place.time_us" as nccl-tests splits its columns).
+const json* first_number(const json& row,
+                         std::initializer_list<std::initializer_list<const char*>> paths) {
+  for (const auto& p : paths)
+    if (const json* v = number_at(row, p)) return v;
+  return nullptr;
+}
+
+// Collective sweeps: per results file and (op, algorithm, type) the largest message measured,
+// where bandwidth, not latency, decides.
+void collective_tables(Document& doc, const ResultsStore& store) {
+  Table t;
+  t.title = "Collective benchmarks";
+  t.caption =
+      "Measured by clbo bench collectives: per results file and op, the largest message of the "
+      "sweep, its time per call and bus bandwidth (nccl-tests' busbw; compressed ops: wire "
+      "bytes / time).";
+  t.header = {"results file", "op",    "algorithm", "type",
+              "ranks",        "bytes", "time (us)", "busbw (GB/s)"};
+  t.right_align = {false, false, false, false, true, true, true, true};
+  for (const ResultsFile* f : store.with_schema("clbo.bench.collectives/1")) {
+    if (!f->doc.contains("rows") || !f->doc["rows"].is_array()) continue;
+    std::vector<std::string> order;
+    std::map<std::string, const json*> largest;
+    for (const auto& r : f->doc["rows"]) {
+      const json* size = first_number(r, {{"size_bytes"}, {"size"}});
+      if (!size) continue;
+      const std::string key = str(r, "op") + "|" + str(r, "algorithm") + "|" + str(r, "type");
+      if (!largest.count(key)) order.push_back(key);
+      const json* best =
+          largest.count(key) ? first_number(*largest[key], {{"size_bytes"}, {"size"}}) : nullptr;
+      if (!best || size->get<double>() > best->get<double>()) largest[key] = &r;
+    }
+    std::string ranks = kDash;
+    if (const json* p = number_at(f->doc, {"backend", "p"})) ranks = p->dump();
+    for (const auto& key : order) {
+      const json& r = *largest[key];
+      const json* time = first_number(r, {{"time_us"}, {"out_of_place", "time_us"}});
+      const json* busbw = first_number(r, {{"busbw_GBps"}, {"out_of_place", "busbw_GBps"}});
+      t.rows.push_back(
+          {f->path, str(r, "op"), str(r, "algorithm"), str(r, "type"), ranks,
+           fmt::format("{:.0f}", first_number(r, {{"size_bytes"}, {"size"}})->get<double>()),
+           time ? format_number(time->get<double>()) : kDash,
+           busbw ? format_number(busbw->get<double>()) : kDash});
+    }
+  }
+  if (t.rows.empty())
+    doc.paragraph("Collective benchmarks: no clbo.bench.collectives/1 results under " +
+                  store.dir() + ".");
+  else
+    doc.table(std::move(t));
+}
+
 }  // namespace
 
 Document summary_document(const ResultsStore& store) {
@@ -241,6 +295,8 @@ Document summary_document(const ResultsStore& store) {
   convergence_tables(doc, store);
   doc.heading("Kernel roofline fractions");
   kernel_tables(doc, store);
+  doc.heading("Collective benchmarks");
+  collective_tables(doc, store);
   return doc;
 }
 

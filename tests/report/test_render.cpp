@@ -193,6 +193,37 @@ TEST_F(PaperDocumentTest, SummaryTablesComeFromWhateverResultsExist) {
   const std::string none = render_markdown(summary_document(ResultsStore::load(path("empty"))));
   EXPECT_NE(none.find("no clbo.train/1 results"), std::string::npos) << none;
   EXPECT_NE(none.find("no clbo.bench.kernels/1 results"), std::string::npos) << none;
+  EXPECT_NE(none.find("no clbo.bench.collectives/1 results"), std::string::npos) << none;
+}
+
+// A collective sweep: its largest message per op, read from nccl-tests' columns at the top
+// level or from an out-of-place half.
+TEST_F(PaperDocumentTest, SummaryHasTheLargestMessageOfEachCollectiveSweep) {
+  auto row = [](const char* op, double bytes, double time_us, double busbw) {
+    return json{{"op", op},           {"algorithm", "ring"},
+                {"type", "float"},    {"size_bytes", bytes},
+                {"time_us", time_us}, {"busbw_GBps", busbw}};
+  };
+  json halves = {{"op", "allgather"},
+                 {"type", "float"},
+                 {"size", 4096},
+                 {"out_of_place", {{"time_us", 12.5}, {"busbw_GBps", 0.25}}}};
+  write_json(
+      "results/bench/sweep.json",
+      {{"schema", "clbo.bench.collectives/1"},
+       {"measured", true},
+       {"backend", {{"name", "local"}, {"p", 4}}},
+       {"rows",
+        {row("allreduce", 1024, 30.0, 0.05), row("allreduce", 1048576, 900.0, 1.75), halves}}});
+  const std::string md = render_markdown(summary_document(ResultsStore::load(path("results"))));
+  const std::string f = path("results") + "/bench/sweep.json";
+  EXPECT_NE(md.find("| " + f + " | allreduce | ring | float | 4 | 1048576 | 900 | 1.75 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| " + f + " | allgather | – | float | 4 | 4096 | 12.5 | 0.250 |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("| 1024 |"), std::string::npos) << md;
 }
 
 }  // namespace

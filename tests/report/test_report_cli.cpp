@@ -104,10 +104,68 @@ TEST_F(ReportCli, BadResultsWriteNothing) {
   EXPECT_NE(r.err.find("is stale"), std::string::npos) << r.err;
   EXPECT_TRUE(wrote_nothing());
 
+  // A spec that reads a file the folder has and one it lacks: the missing one is named.
+  write_json("results/paper/demo-claims.json", sim_results());
+  json c = claim("onebit.elsewhere",
+                 {{"op", "value"}, {"a", sel("1-bit Adam", 64, "simulated.speedup")}});
+  c["metric"]["a"]["results"] = "sim/not-there";
+  json two = spec_with(
+      {claim("onebit.here", {{"op", "value"}, {"a", sel("1-bit Adam", 64, "simulated.speedup")}}),
+       c});
+  write_json("specs/demo-claims.json", two);
+  r = report();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("sim/not-there.json does not exist"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+
   fs::remove(path("results/paper/demo-claims.json"));
   r = report();
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("demo-claims.json does not exist"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("holds no results file"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+}
+
+// A user's own results: no spec reads them, so the report is the summary alone (no paper
+// tables), from a folder or from one file; a file that is not a clbo result is named.
+TEST_F(ReportCli, OwnResultsGiveTheSummaryAlone) {
+  json mine = sim_results();
+  mine["config"] = {{"name", "my-run"}, {"simulate", {{"gpus", {16, 64}}}}};
+  write_json("mine/sim/my-run.json", mine);
+  write_json("mine/train/smoke.json", train_results());
+  auto r = run({"report", path("mine"), "--specs", path("specs"), "--out", path("reports")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no paper claims"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("reports/paper.md")));
+  EXPECT_FALSE(fs::exists(path("reports/headline.md")));
+  const std::string summary = clbo::test::slurp(path("reports/summary.md"));
+  EXPECT_NE(summary.find("Speedup per cluster: sim/my-run"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("Convergence gaps: train/smoke"), std::string::npos) << summary;
+
+  fs::remove_all(path("reports"));
+  r = run(
+      {"report", path("mine/sim/my-run.json"), "--specs", path("specs"), "--out", path("reports")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(clbo::test::slurp(path("reports/summary.md")).find("Speedup per cluster: my-run"),
+            std::string::npos);
+
+  // The paper folder beside a spec whose results are absent: that spec is skipped, by name.
+  write_json(
+      "specs/other-claims.json",
+      spec_with(
+          {claim("other.x", {{"op", "value"}, {"a", sel("1-bit Adam", 64, "simulated.speedup")}})},
+          "other-claims"));
+  r = report();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("skipped 1 specs whose results are not under"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("other-claims"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 rows: 1 within"), std::string::npos) << r.out;
+
+  fs::remove_all(path("reports"));
+  write_text("mine/ds_config.json", R"({"train_batch_size": 4096})");
+  r = run({"report", path("mine"), "--specs", path("specs"), "--out", path("reports")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("ds_config.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a clbo results file"), std::string::npos) << r.err;
   EXPECT_TRUE(wrote_nothing());
 }
 

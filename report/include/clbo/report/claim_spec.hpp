@@ -54,6 +54,10 @@ ClaimSpec parse_claim_spec(const nlohmann::json& doc, const std::string& file,
 // an error naming both. A missing folder is an error; an empty one gives no specs.
 std::vector<ClaimSpec> load_claim_specs(const std::string& dir);
 
+// The results keys the spec's claims read (every selector, nested max/min included), in
+// first-read order; empty when every claim is unavailable.
+std::vector<std::string> results_read(const ClaimSpec& spec);
+
 // "Metric op" names, for messages.
 std::string to_string(Metric::Op op);
 

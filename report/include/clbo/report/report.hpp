@@ -35,9 +35,20 @@ Table claims_csv_table(const std::vector<ClaimRow>& rows);
 struct ReportOutput {
   std::map<std::string, std::string> files;  // file name under out_dir -> content
   Counts counts;
+  bool paper = false;                      // paper.* and headline.* were rendered
+  std::vector<std::string> specs_used;     // names of the specs evaluated
+  std::vector<std::string> specs_skipped;  // names of the specs whose results are absent
 };
 
-// Everything in memory; throws on any error before anything is written.
+// The specs that apply to the results: those that read at least one file the store holds
+// (a spec that reads some but not all is kept, so its missing file is an error), plus the
+// specs that read no file at all (only unavailable claims) when any other spec applies.
+// A user's own results folder matches none: the report is then the summary alone.
+std::vector<const ClaimSpec*> specs_matching(const std::vector<ClaimSpec>& specs,
+                                             const ResultsStore& store);
+
+// Everything in memory; throws on any error before anything is written, and when the
+// store holds no results file at all.
 ReportOutput build_report(const std::vector<ClaimSpec>& specs, const ResultsStore& store,
                           const std::string& format);
 

@@ -25,6 +25,7 @@ std::string check_schema(const nlohmann::json& doc, const std::string& path);
 class ResultsStore {
  public:
   // Loads every *.json under `dir` recursively; other files (SUMMARY.md, figures) are ignored.
+  // `dir` may also be one results file, keyed by its name without .json.
   // A missing folder, a file that is not valid JSON, a JSON file without "schema" or with an
   // unsupported one is an error naming it.
   static ResultsStore load(const std::string& dir);
