@@ -20,6 +20,7 @@ SCHEMAS = {
     "clbo.train/1": "measured",
     "clbo.bench.collectives/1": "measured",
     "clbo.bench.kernels/1": "measured",
+    "clbo.bench.kernels/2": "measured",
     "clbo.validate/1": "measured and simulated",
     "clbo.demo/1": "measured",
 }
@@ -88,6 +89,18 @@ def load_results(path, schemas=None):
         raise PlotError(f"{path}: schema {schema} cannot be used for this figure "
                         f"(expected {' or '.join(schemas)})")
     return doc
+
+
+KERNEL_BENCH_SCHEMAS = ["clbo.bench.kernels/1", "clbo.bench.kernels/2"]
+
+
+def kernel_bench(doc):
+    """(Google Benchmark JSON, clbo environment) of a `clbo bench kernels` result: /2 is the
+    Google Benchmark document itself with clbo's record under context.clbo, /1 wrapped it."""
+    if doc.get("schema") == "clbo.bench.kernels/1":
+        return doc.get("benchmark") or {}, doc.get("environment") or {}
+    clbo = (doc.get("context") or {}).get("clbo") or {}
+    return doc, clbo.get("environment") or {}
 
 
 def field(doc, path, dotted, where="file"):

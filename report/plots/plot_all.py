@@ -84,6 +84,7 @@ PER_SCHEMA = {
                         ("calibration", "calibration", _sim_has("paper"))],
     "clbo.train/1": [("convergence", "convergence", None)],
     "clbo.bench.kernels/1": [("roofline", "roofline", None)],
+    "clbo.bench.kernels/2": [("roofline", "roofline", None)],
     "clbo.bench.collectives/1": [("collectives", "collectives", None)],
     "clbo.validate/1": [("validation", "validation", None)],
 }

@@ -45,18 +45,19 @@ def parse_name(name):
 
 def machine_of(doc):
     """('GPU', 'NVIDIA H200 ...') or ('CPU', 'vm, 2 CPUs'), from the run's own context."""
-    context = (doc.get("benchmark") or {}).get("context") or {}
+    bench, environment = common.kernel_bench(doc)
+    context = bench.get("context") or {}
     device = context.get("device")
     if isinstance(device, str) and device:
         return "GPU", device
-    host = (doc.get("environment") or {}).get("host") or context.get("host_name", "?")
+    host = environment.get("host") or context.get("host_name", "?")
     cpus = context.get("num_cpus")
     return "CPU", f"{host}, {cpus} CPUs" if cpus else str(host)
 
 
 def ceiling_of(doc):
     """(bytes/s, what it is) of the copy measured in the same run, or (None, reason)."""
-    context = (doc.get("benchmark") or {}).get("context") or {}
+    context = common.kernel_bench(doc)[0].get("context") or {}
     try:
         if "copy_bytes_per_second" in context:
             reference = str(context.get("copy_reference", "copy")).replace("_", " ")
@@ -71,9 +72,10 @@ def ceiling_of(doc):
 def points_from(doc, path):
     """[(kernel, args, min bytes per element, bytes/s)] of the out-of-cache runs, and how
     many in-cache runs were left out."""
-    bench = doc.get("benchmark")
+    bench = common.kernel_bench(doc)[0]
     if not isinstance(bench, dict) or not isinstance(bench.get("benchmarks"), list):
-        raise common.PlotError(f"{path}: corrupt results file, 'benchmark.benchmarks' is missing")
+        raise common.PlotError(f"{path}: corrupt results file, its Google Benchmark "
+                               "'benchmarks' list is missing")
     entries = [e for e in bench["benchmarks"] if isinstance(e, dict)]
     if any(e.get("run_type") == "aggregate" for e in entries):
         # With repetitions, plot the mean aggregate, not every repetition.
@@ -148,7 +150,7 @@ def plot(results_dir, out_dir, name="roofline", input="bench/kernels-cpu.json", 
         if i > 0 and not os.path.exists(path):
             absent.append(common.display_path(path, results_dir))
             continue
-        sources.append((path, common.load_results(path, ["clbo.bench.kernels/1"])))
+        sources.append((path, common.load_results(path, common.KERNEL_BENCH_SCHEMAS)))
     fig, axes = common.new_figure(1, 1, size=(10.0, 6.6))
     ax = axes[0][0]
     xs_all, ys_all, titles, labelled, labels = [], [], [], set(), []

@@ -192,12 +192,14 @@ void convergence_tables(Document& doc, const ResultsStore& store) {
 
 void kernel_tables(Document& doc, const ResultsStore& store) {
   bool any = false;
-  for (const ResultsFile* f : store.with_schema("clbo.bench.kernels/1")) {
-    const json* list = nullptr;
-    if (f->doc.contains("benchmark") && f->doc["benchmark"].is_object() &&
-        f->doc["benchmark"].contains("benchmarks") && f->doc["benchmark"]["benchmarks"].is_array())
-      list = &f->doc["benchmark"]["benchmarks"];
-    if (!list) continue;
+  std::vector<const ResultsFile*> files = store.with_schema("clbo.bench.kernels/2");
+  for (const ResultsFile* f : store.with_schema("clbo.bench.kernels/1")) files.push_back(f);
+  for (const ResultsFile* f : files) {
+    // /2 is Google Benchmark's own JSON; /1 wrapped it under "benchmark".
+    const json& bench = f->doc.contains("benchmark") ? f->doc["benchmark"] : f->doc;
+    if (!bench.is_object() || !bench.contains("benchmarks") || !bench["benchmarks"].is_array())
+      continue;
+    const json* list = &bench["benchmarks"];
     Table t;
     t.title = "Kernel roofline fractions: " + f->key;
     t.caption =
@@ -222,7 +224,7 @@ void kernel_tables(Document& doc, const ResultsStore& store) {
     any = true;
   }
   if (!any)
-    doc.paragraph("Kernel roofline fractions: no clbo.bench.kernels/1 results under " +
+    doc.paragraph("Kernel roofline fractions: no clbo.bench.kernels results under " +
                   store.dir() + " (run `clbo bench kernels -o " + store.dir() + "/bench`).");
 }
 
