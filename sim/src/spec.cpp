@@ -159,6 +159,7 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
           parse_implementations(opts[i]["implementation"], file, o.field("implementation"), false);
     if (!opts[i].contains("optimizer"))
       o.fail("optimizer", "required: a DeepSpeed optimizer block");
+    require_optimizer_block(opts[i]["optimizer"], file, o.field("optimizer"), "simulate.ds_config");
     e.config = parse_optimizer_config(opts[i]["optimizer"], file);
     e.label = o.string("label", e.config.type_name());
     e.baseline = o.string("baseline", "");

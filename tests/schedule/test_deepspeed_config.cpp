@@ -247,6 +247,24 @@ TEST(DeepSpeedConfig, UnmodelledAndUnknownFieldsAreWarningsNamingThem) {
   EXPECT_TRUE(has(ignored[2], "scheduler (WarmupLR)")) << ignored[2];
 }
 
+// Where only an optimizer block is read, a whole config is refused rather than read in part.
+TEST(DeepSpeedConfig, AWholeConfigWhereABlockIsExpectedIsRefused) {
+  const auto whole = nlohmann::json::parse(
+      R"({"train_batch_size": 64, "fp16": {"enabled": true}, "optimizer": {"type": "Adam"}})");
+  try {
+    require_optimizer_block(whole, "exp.json", "runs[0].optimizer", "\"ds_config\"");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "runs[0].optimizer");
+    EXPECT_TRUE(has(e.what(), "its fp16, train_batch_size would be ignored")) << e.what();
+    EXPECT_TRUE(has(e.what(), "\"ds_config\"")) << e.what();
+  }
+  EXPECT_NO_THROW(
+      require_optimizer_block(nlohmann::json::parse(R"({"type": "Adam"})"), "e", "f", "x"));
+  EXPECT_NO_THROW(require_optimizer_block(
+      nlohmann::json::parse(R"({"optimizer": {"type": "Adam"}})"), "e", "f", "x"));
+}
+
 TEST(DeepSpeedConfig, PrefixLocatesAnInlineConfig) {
   try {
     parse_deepspeed_config(nlohmann::json::parse(R"({"train_batch_size": 64,

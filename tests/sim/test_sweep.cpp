@@ -9,6 +9,7 @@
 
 #include "clbo/core/error.hpp"
 #include "clbo/sim/experiment.hpp"
+#include "clbo/sim/spec.hpp"
 #include "clbo/sim/sweep.hpp"
 
 namespace clbo::sim {
@@ -152,6 +153,32 @@ TEST(Sweep, DsConfigFieldsAreEditedInACopyOfTheConfig) {
   EXPECT_EQ(points[1].doc["simulate"]["ds_config"]["train_batch_size"], 256);
   EXPECT_NO_THROW(validate_experiment(points[1].doc, "exp.json"));
   std::filesystem::remove_all(dir);
+}
+
+// simulate.ds_config stands for the optimizers (with the twin as baseline), the batch at
+// each GPU count, the backend, the gradient dtype and the scheduler's run length.
+TEST(Sweep, ADsConfigSetsOptimizersBatchBackendDtypeAndLength) {
+  nlohmann::json doc = experiment();
+  for (const char* k : {"optimizers", "micro_batch", "total_steps"}) doc["simulate"].erase(k);
+  doc["simulate"]["ds_config"] = nlohmann::json::parse(R"({"train_batch_size": 256,
+      "optimizer": {"type": "ZeroOneAdam", "params": {"comm_backend_name": "mpi",
+                                                      "cuda_aware": true}},
+      "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 77}}})");
+  const ExperimentSpec s = parse_experiment_spec(doc, "exp.json");
+  ASSERT_EQ(s.optimizers.size(), 2u);
+  EXPECT_EQ(s.optimizers[0].label, "Adam");
+  EXPECT_EQ(s.optimizers[1].label, "ZeroOneAdam");
+  EXPECT_EQ(s.optimizers[1].baseline, "Adam");
+  EXPECT_EQ(s.expand.backend, Backend::kMpi);
+  EXPECT_TRUE(s.expand.mpi_cuda_aware);
+  EXPECT_EQ(s.grad_dtype, DType::kF32);  // no fp16 block: DeepSpeed runs fp32
+  EXPECT_EQ(s.total_steps, 77);
+  ASSERT_EQ(s.points.size(), 2u);
+  EXPECT_EQ(s.points[0].micro_batch, 32);  // 256 / 8 GPUs, one accumulation step
+  EXPECT_EQ(s.points[1].micro_batch, 16);
+  // Stating what the config sets is an error naming the field.
+  doc["simulate"]["backend"] = "nccl";
+  EXPECT_TRUE(has(message_of([&] { parse_experiment_spec(doc, "exp.json"); }), "simulate.backend"));
 }
 
 TEST(Sweep, MergedResultsKeepEveryPointsRunsAndSettings) {

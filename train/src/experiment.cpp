@@ -156,6 +156,7 @@ RunSpec read_run(const nlohmann::json& obj, const std::string& file, size_t inde
   r.ignore("optimizer");
   if (!obj.contains("optimizer") || !obj["optimizer"].is_object())
     r.fail("optimizer", "expected a DeepSpeed-style block {\"type\": ..., \"params\": {...}}");
+  require_optimizer_block(obj["optimizer"], file, prefix + ".optimizer", "\"ds_config\"");
   run.optimizer = parse_optimizer_config(obj["optimizer"], file, prefix + ".optimizer");
   const std::string type = run.optimizer.type_name();
   const nlohmann::json params = obj["optimizer"].value("params", nlohmann::json::object());

@@ -87,6 +87,12 @@ DeepSpeedConfig resolve_deepspeed_config(const nlohmann::json& ref, const std::s
 // an "optimizer" object, or any of DeepSpeed's top-level batch or precision fields.
 bool is_whole_deepspeed_config(const nlohmann::json& doc);
 
+// Where an optimizer block is expected (an experiment's optimizer entry), a whole config
+// would have its other fields ignored; this refuses it, naming them and pointing at
+// `instead` (e.g. "simulate.ds_config"). A bare block, or {"optimizer": {...}} alone, passes.
+void require_optimizer_block(const nlohmann::json& block, const std::string& file,
+                             const std::string& field, const std::string& instead);
+
 // The uncompressed twin of a compressed kind, with the common parameters (lr, betas, eps,
 // weight decay) kept; nullopt for Adam and Lamb.
 std::optional<OptimizerConfig> uncompressed_twin(const OptimizerConfig& c);
