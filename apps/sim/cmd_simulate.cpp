@@ -14,6 +14,7 @@
 #include "clbo/core/result_files.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/report/paper_rows.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/presets.hpp"
 #include "clbo/sim/results_json.hpp"
@@ -71,7 +72,19 @@ nlohmann::json base_document(const Args& a, std::string& file) {
   return clbo::sim::preset_json("sim", "default-sweep", "<command line>", "experiment");
 }
 
-int run(const Args& a) {
+int run(Args a) {
+  // EXPERIMENT may itself be a whole DeepSpeed config: then it is --ds-config.
+  if (!a.experiment.empty()) {
+    bool is_deepspeed = false;
+    clbo::load_experiment_or_deepspeed_config(a.experiment, &is_deepspeed);
+    if (is_deepspeed) {
+      if (!a.flags.ds_config.empty())
+        throw clbo::InputError("<command line>", "--ds-config", a.flags.ds_config,
+                               a.experiment + " is itself a DeepSpeed config; give one of them");
+      a.flags.ds_config = a.experiment;
+      a.experiment.clear();
+    }
+  }
   std::string file;
   const nlohmann::json base = base_document(a, file);
   std::string out = a.output;
@@ -138,6 +151,8 @@ constexpr const char* kFooter = R"(Examples:
                                                   a DeepSpeed config beside its uncompressed
                                                   twin (OneBitAdam, ZeroOneAdam -> Adam;
                                                   OneBitLamb, Slamb -> Lamb)
+  clbo simulate ds.json --workload bert-large-seq128 --cluster paper-ib-v100 --gpus 64
+                                                  the same: a DeepSpeed config in EXPERIMENT's place
   clbo simulate X.json --set micro_batch=8,16 --set cluster.nic.rate_Gbps=10,40 --format csv
                                                   a sweep: the product of every --set
 
@@ -161,8 +176,8 @@ clbo::cli::Registrar reg(
     [](CLI::App& sub) {
       auto args = std::make_shared<Args>();
       sub.add_option("experiment", args->experiment,
-                     "experiment JSON (default: the built-in sweep, or with --ds-config the "
-                     "DeepSpeed config alone)");
+                     "experiment JSON, or a whole DeepSpeed config (as --ds-config) (default: "
+                     "the built-in sweep, or with --ds-config the DeepSpeed config alone)");
       sub.add_option("-o,--out", args->output,
                      "results file (default: results/<path under experiments/>, or "
                      "results/<ds config name>.json)");

@@ -16,6 +16,7 @@
 #include "clbo/core/result_files.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/kernels/gemm.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 #include "clbo/train/summary.hpp"
 #include "clbo/train/trainer.hpp"
@@ -90,7 +91,17 @@ inline int run_train(const TrainArgs& a, train::Workers* workers = nullptr) {
   if (root)
     check_output_path(out, a.out.empty() ? "output (the default for EXPERIMENT)" : "--out",
                       {{"EXPERIMENT", path}});
-  nlohmann::json doc = a.inputs.empty() ? nlohmann::json::object() : load_json_file(path);
+  // EXPERIMENT may itself be a whole DeepSpeed config: then it is the ds_config of an
+  // experiment of defaults.
+  bool is_deepspeed = false;
+  nlohmann::json doc = a.inputs.empty() ? nlohmann::json::object()
+                                        : load_experiment_or_deepspeed_config(path, &is_deepspeed);
+  if (is_deepspeed) {
+    if (!a.ds_config.empty())
+      throw InputError("<command line>", "--ds-config", a.ds_config,
+                       path + " is itself a DeepSpeed config; give one of them");
+    doc = {{"ds_config", path}};
+  }
   if (!a.ds_config.empty() && doc.is_object()) doc["ds_config"] = a.ds_config;
   train::ExperimentSpec spec =
       train::parse_experiment(doc, a.inputs.empty() ? "<command line>" : path);

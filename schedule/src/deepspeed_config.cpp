@@ -426,6 +426,28 @@ DeepSpeedConfig load_deepspeed_config(const std::string& path) {
   return parse_deepspeed_config(load_json_file(path, deepspeed_json_options()), path);
 }
 
+nlohmann::json load_experiment_or_deepspeed_config(const std::string& path, bool* is_deepspeed) {
+  // An engine's experiment never holds DeepSpeed's top-level fields, nor a DeepSpeed config
+  // an engine's "runs" or "simulate" block.
+  const auto deepspeed = [](const nlohmann::json& d) {
+    return is_whole_deepspeed_config(d) && !d.contains("runs") && !d.contains("simulate");
+  };
+  nlohmann::json doc;
+  try {
+    doc = load_json_file(path);
+  } catch (const InputError& strict) {
+    const InputError first = strict;
+    try {
+      doc = load_json_file(path, deepspeed_json_options());
+    } catch (const InputError&) {
+      throw first;
+    }
+    if (!deepspeed(doc)) throw first;  // hjson's syntax only in DeepSpeed configs
+  }
+  *is_deepspeed = deepspeed(doc);
+  return doc;
+}
+
 DeepSpeedConfig resolve_deepspeed_config(const nlohmann::json& ref, const std::string& where,
                                          const std::string& field) {
   if (ref.is_string()) {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "clbo/core/error.hpp"
@@ -263,6 +265,29 @@ TEST(DeepSpeedConfig, AWholeConfigWhereABlockIsExpectedIsRefused) {
       require_optimizer_block(nlohmann::json::parse(R"({"type": "Adam"})"), "e", "f", "x"));
   EXPECT_NO_THROW(require_optimizer_block(
       nlohmann::json::parse(R"({"optimizer": {"type": "Adam"}})"), "e", "f", "x"));
+}
+
+// A DeepSpeed config given where an experiment is expected is recognised; hjson's syntax is
+// accepted only there.
+TEST(DeepSpeedConfig, ADeepSpeedConfigInAnExperimentsPlaceIsRecognised) {
+  const auto dir = std::filesystem::temp_directory_path() / "clbo_ds_or_experiment";
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const char* name, const char* text) {
+    std::ofstream((dir / name).string()) << text;
+    return (dir / name).string();
+  };
+  bool ds = false;
+  load_experiment_or_deepspeed_config(write("ds.json", kTutorial), &ds);
+  EXPECT_TRUE(ds);
+  load_experiment_or_deepspeed_config(write("exp.json", R"({"steps": 3, "runs": []})"), &ds);
+  EXPECT_FALSE(ds);
+  load_experiment_or_deepspeed_config(write("sim.json", R"({"simulate": {}})"), &ds);
+  EXPECT_FALSE(ds);
+  // An experiment with a trailing comma keeps the strict reader's error.
+  EXPECT_THROW(
+      load_experiment_or_deepspeed_config(write("bad.json", R"({"steps": 3, "runs": [],})"), &ds),
+      InputError);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DeepSpeedConfig, PrefixLocatesAnInlineConfig) {

@@ -187,6 +187,16 @@ TEST_F(SimulateDsConfig, BadConfigsExitTwoBeforeAnythingRunsAndWriteNothing) {
   EXPECT_FALSE(std::filesystem::exists(path("res.json")));
 }
 
+TEST_F(SimulateDsConfig, ADeepSpeedConfigInTheExperimentsPlaceIsTheSame) {
+  const std::string ds = write_raw("ds.json", kDsConfig);
+  const auto r =
+      run({"simulate", ds, "--workload", "bert-base-seq128", "--cluster", "paper-ib-v100", "--gpus",
+           "8,16", "--steps", "10", "--check", "-o", path("res.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ok (1 point"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("gradient_clipping"), std::string::npos) << r.err;
+}
+
 class SimulateSweep : public CliTest {
  protected:
   std::string experiment() const {

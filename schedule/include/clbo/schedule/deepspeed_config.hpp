@@ -83,6 +83,11 @@ DeepSpeedConfig load_deepspeed_config(const std::string& path);
 DeepSpeedConfig resolve_deepspeed_config(const nlohmann::json& ref, const std::string& where,
                                          const std::string& field);
 
+// A file given where an engine's own experiment is expected: read strictly, unless it is a
+// whole DeepSpeed config, which is read as DeepSpeed reads it (then *is_deepspeed is set), so
+// `clbo train ds.json` and `clbo simulate ds.json ...` take a ds_config as it is.
+nlohmann::json load_experiment_or_deepspeed_config(const std::string& path, bool* is_deepspeed);
+
 // True when `doc` is a whole DeepSpeed config rather than a bare optimizer block: it holds
 // an "optimizer" object, or any of DeepSpeed's top-level batch or precision fields.
 bool is_whole_deepspeed_config(const nlohmann::json& doc);
