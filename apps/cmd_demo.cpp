@@ -114,7 +114,7 @@ RunResult run_one(const json& block, const demo::RegressionProblem& problem, con
   run_local(a.ranks, [&](Communicator& inner) {
     const size_t r = static_cast<size_t>(inner.rank());
     CountingCommunicator comm(inner);
-    auto opt = make_optimizer(block, "<demo>", problem.layout(), a.ranks, inner.rank());
+    auto opt = make_optimizer(parsed, problem.layout(), a.ranks, inner.rank());
     std::vector<float> params = theta0, grad(problem.n());
     for (int64_t t = 1; t <= a.steps; ++t) {
       const std::string phase = to_string(opt->comm_schedule(opt->steps_taken() + 1).phase);

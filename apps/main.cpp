@@ -1,5 +1,6 @@
 // The clbo command line: one subcommand per engine (see `clbo --help`).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
@@ -54,8 +55,7 @@ int main(int argc, char** argv) {
     for (const auto& e : entries) names.push_back(e.name);
     if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
       const std::string near = nearest_name(argv[1], names);
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      const std::string list = fmt::format("{}", fmt::join(names, ", "));
       std::cerr << "clbo: error: "
                 << InputError("<command line>", "subcommand", bounded_text(argv[1]),
                               (near.empty() ? std::string("unknown subcommand")

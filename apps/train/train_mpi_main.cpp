@@ -43,6 +43,12 @@ class MpiWorkers final : public clbo::train::Workers {
     return allgather(mine, per_worker, MPI_FLOAT);
   }
 
+  void barrier() override {
+    MPI_Request req;
+    MPI_Ibarrier(control_, &req);
+    comm_.wait_all(1, &req, "the trainer's barrier after its own gathers");
+  }
+
  private:
   template <typename T>
   std::vector<T> allgather(const std::vector<T>& mine, size_t per_worker, MPI_Datatype type) {

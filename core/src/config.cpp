@@ -1,6 +1,7 @@
 #include "clbo/core/config.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cfloat>
 #include <cmath>
@@ -144,9 +145,12 @@ std::string ConfigReader::choice(const std::string& key, const std::string& def,
   const std::string s = string(key, def);
   for (const auto& a : allowed)
     if (a == s) return s;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  fail(key, fmt::format("must be one of {}{}", list, did_you_mean(s, allowed)));
+  fail(key, fmt::format("must be one of {}{}", fmt::join(allowed, ", "), did_you_mean(s, allowed)));
+}
+
+void ConfigReader::fail_required_choice(const std::string& key,
+                                        const std::vector<std::string>& names) const {
+  fail(key, fmt::format("required: one of {}", fmt::join(names, ", ")));
 }
 
 const nlohmann::json& ConfigReader::array(const std::string& key, bool required) {

@@ -8,17 +8,11 @@
 #ifndef CLBO_VERSION
 #define CLBO_VERSION "0.0.0"
 #endif
-#ifndef CLBO_GIT_HASH
-#define CLBO_GIT_HASH "unknown"
-#endif
 
 namespace clbo {
 
 std::string clbo_version() {
   return CLBO_VERSION;
-}
-std::string clbo_git_hash() {
-  return CLBO_GIT_HASH;
 }
 
 void write_json_atomic(const std::string& path, const nlohmann::json& j) {

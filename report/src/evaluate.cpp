@@ -1,6 +1,7 @@
 #include "clbo/report/evaluate.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -175,9 +176,8 @@ std::string describe_winner(const std::vector<json>& wheres, size_t best) {
           fmt::format("{}={}", it.key(),
                       it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
   }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out.empty() ? fmt::format("element {}", best + 1) : out;
+  return parts.empty() ? fmt::format("element {}", best + 1)
+                       : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 double metric_value(Context& cx, const Metric& m, json* where_of_a) {

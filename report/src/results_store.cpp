@@ -1,6 +1,7 @@
 #include "clbo/report/results_store.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -32,11 +33,9 @@ std::string check_schema(const nlohmann::json& doc, const std::string& path) {
   const std::string schema = it->get<std::string>();
   const auto& known = supported_schemas();
   if (std::find(known.begin(), known.end(), schema) != known.end()) return schema;
-  std::string list;
-  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
   throw InputError(path, "schema", it->dump(),
-                   fmt::format("is not supported by this clbo (it reads {}){}", list,
-                               did_you_mean(schema, known)));
+                   fmt::format("is not supported by this clbo (it reads {}){}",
+                               fmt::join(known, ", "), did_you_mean(schema, known)));
 }
 
 ResultsStore ResultsStore::load(const std::string& dir) {

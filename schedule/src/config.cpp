@@ -1,6 +1,7 @@
 #include "clbo/schedule/config.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -21,12 +22,6 @@ std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 // A DeepSpeed parameter clbo accepts only at one value (its behaviour is not implemented, or
@@ -53,9 +48,7 @@ CommonParams read_common(ConfigReader& r, double default_eps) {
   if (!(c.eps > 0)) r.fail("eps", "must be > 0 (it keeps m/(sqrt(v)+eps) finite)");
   c.weight_decay = r.fp32_number("weight_decay", c.weight_decay);
   if (c.weight_decay < 0) r.fail("weight_decay", "must be >= 0");
-  c.nonfinite = r.choice("nonfinite", "error", {"error", "skip"}) == "skip"
-                    ? NonfinitePolicy::kSkip
-                    : NonfinitePolicy::kError;
+  c.nonfinite = r.choice("nonfinite", NonfinitePolicy::kError, kNonfinitePolicyNames);
   return c;
 }
 
@@ -78,9 +71,7 @@ double read_decay(ConfigReader& r, const std::string& key, double def) {
 }
 
 CommGranularity read_granularity(ConfigReader& r) {
-  return r.choice("comm_granularity", "flat", {"flat", "tensor"}) == "tensor"
-             ? CommGranularity::kTensor
-             : CommGranularity::kFlat;
+  return r.choice("comm_granularity", CommGranularity::kFlat, kCommGranularityNames);
 }
 
 // Parameters DeepSpeed's 1-bit optimizers take but never use in their update (bias
@@ -164,8 +155,7 @@ SlambParams read_slamb(ConfigReader& r) {
   s.grad_size_thr =
       r.integer("grad_size_thr", s.grad_size_thr, 0, static_cast<int64_t>(kMaxLayoutElements));
   read_trust_clamp(r, s.min_coeff, s.max_coeff);
-  s.comm_dtype =
-      r.choice("comm_dtype", "fp16", {"fp16", "fp32"}) == "fp32" ? DType::kF32 : DType::kF16;
+  s.comm_dtype = r.choice("comm_dtype", DType::kF16, kDTypeNames, {DType::kF16, DType::kF32});
   s.seed = r.integer<uint64_t>("seed", 0, 0, UINT64_MAX);
   return s;
 }
@@ -200,37 +190,33 @@ OptimizerKind read_kind(const nlohmann::json& opt, const std::string& file,
   const auto it = opt.find("type");
   if (it == opt.end())
     throw InputError(file, field, "missing",
-                     "an optimizer block needs \"type\", one of " + joined(optimizer_type_names()));
+                     fmt::format("an optimizer block needs \"type\", one of {}",
+                                 fmt::join(optimizer_type_names(), ", ")));
   if (!it->is_string()) throw InputError(file, field, it->dump(), "expected a string");
   const std::string name = it->get<std::string>();
+  // DeepSpeed matches the type case-insensitively ("onebitadam" works there).
+  for (const auto& e : kOptimizerKindNames.entries)
+    if (lower(e.name) == lower(name)) return e.value;
   const auto& names = optimizer_type_names();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (lower(names[i]) == lower(name)) return static_cast<OptimizerKind>(i);
-  throw InputError(
-      file, field, it->dump(),
-      "unknown optimizer type" + did_you_mean(name, names) + " (known: " + joined(names) + ")");
-}
-
-const char* granularity_name(CommGranularity g) {
-  return g == CommGranularity::kTensor ? "tensor" : "flat";
+  throw InputError(file, field, it->dump(),
+                   fmt::format("unknown optimizer type{} (known: {})", did_you_mean(name, names),
+                               fmt::join(names, ", ")));
 }
 
 }  // namespace
 
 const std::vector<std::string>& optimizer_type_names() {
-  static const std::vector<std::string> names = {"Adam",
-                                                 "Lamb",
-                                                 "OneBitAdam",
-                                                 "OneBitLamb",
-                                                 "ZeroOneAdam",
-                                                 "Slamb",
-                                                 "OneBitAdamNoErrorFeedback",
-                                                 "NaiveOneBitAdam",
-                                                 "NaiveOneBitLamb"};
+  static const std::vector<std::string> names = kOptimizerKindNames.names();
   return names;
 }
 
 const std::string& type_name(OptimizerKind kind) {
+  // The table lists the kinds in enum order, so the kind is its own index.
+  static_assert([] {
+    for (size_t i = 0; i < kOptimizerKindNames.entries.size(); ++i)
+      if (static_cast<size_t>(kOptimizerKindNames.entries[i].value) != i) return false;
+    return true;
+  }());
   return optimizer_type_names()[static_cast<size_t>(kind)];
 }
 
@@ -304,7 +290,7 @@ nlohmann::json to_json(const OptimizerConfig& c) {
   p["betas"] = {c.common.beta1, c.common.beta2};
   p["eps"] = c.common.eps;
   p["weight_decay"] = c.common.weight_decay;
-  p["nonfinite"] = c.common.nonfinite == NonfinitePolicy::kSkip ? "skip" : "error";
+  p["nonfinite"] = kNonfinitePolicyNames.name(c.common.nonfinite);
   std::visit(
       [&p](const auto& x) {
         using T = std::decay_t<decltype(x)>;
@@ -317,7 +303,7 @@ nlohmann::json to_json(const OptimizerConfig& c) {
           p["min_coeff"] = x.min_coeff;
         } else if constexpr (std::is_same_v<T, OneBitAdamParams>) {
           p["freeze_step"] = x.freeze_step;
-          p["comm_granularity"] = granularity_name(x.comm_granularity);
+          p["comm_granularity"] = kCommGranularityNames.name(x.comm_granularity);
           p["compat_deepspeed_step_count"] = x.compat_deepspeed_step_count;
         } else if constexpr (std::is_same_v<T, OneBitLambParams>) {
           p["freeze_step"] = x.freeze_step;
@@ -327,7 +313,7 @@ nlohmann::json to_json(const OptimizerConfig& c) {
           p["factor_max"] = x.factor_max;
           p["factor_min"] = x.factor_min;
           p["factor_threshold"] = x.factor_threshold;
-          p["comm_granularity"] = granularity_name(x.comm_granularity);
+          p["comm_granularity"] = kCommGranularityNames.name(x.comm_granularity);
           p["compat_deepspeed_step_count"] = x.compat_deepspeed_step_count;
           p["compat_keep_padding_tail"] = x.compat_keep_padding_tail;
         } else if constexpr (std::is_same_v<T, ZeroOneAdamParams>) {
@@ -335,19 +321,19 @@ nlohmann::json to_json(const OptimizerConfig& c) {
           p["var_update_scaler"] = x.var_update_scaler;
           p["local_step_scaler"] = x.local_step_scaler;
           p["local_step_clipper"] = x.local_step_clipper;
-          p["comm_granularity"] = granularity_name(x.comm_granularity);
+          p["comm_granularity"] = kCommGranularityNames.name(x.comm_granularity);
           p["compat_deepspeed_step_count"] = x.compat_deepspeed_step_count;
         } else if constexpr (std::is_same_v<T, OneBitAdamNoErrorFeedbackParams>) {
           p["freeze_step"] = x.freeze_step;
-          p["comm_granularity"] = granularity_name(x.comm_granularity);
+          p["comm_granularity"] = kCommGranularityNames.name(x.comm_granularity);
         } else if constexpr (std::is_same_v<T, NaiveOneBitAdamParams>) {
           p["dense_steps"] = x.dense_steps;
-          p["comm_granularity"] = granularity_name(x.comm_granularity);
+          p["comm_granularity"] = kCommGranularityNames.name(x.comm_granularity);
         } else if constexpr (std::is_same_v<T, NaiveOneBitLambParams>) {
           p["freeze_step"] = x.freeze_step;
           p["max_coeff"] = x.max_coeff;
           p["min_coeff"] = x.min_coeff;
-          p["comm_granularity"] = granularity_name(x.comm_granularity);
+          p["comm_granularity"] = kCommGranularityNames.name(x.comm_granularity);
         } else {
           static_assert(std::is_same_v<T, SlambParams>);
           p["compress_ratio"] = x.compress_ratio;
@@ -356,7 +342,7 @@ nlohmann::json to_json(const OptimizerConfig& c) {
           p["grad_size_thr"] = x.grad_size_thr;
           p["max_coeff"] = x.max_coeff;
           p["min_coeff"] = x.min_coeff;
-          p["comm_dtype"] = x.comm_dtype == DType::kF32 ? "fp32" : "fp16";
+          p["comm_dtype"] = to_string(x.comm_dtype);
           p["seed"] = x.seed;
         }
       },

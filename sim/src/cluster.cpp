@@ -52,9 +52,7 @@ double ib_rate_Gbps(const std::string& gen) {
 void parse_fabric(ClusterSpec& c, const nlohmann::json& obj, const std::string& file,
                   const std::string& prefix, ConfigReader& nic) {
   ConfigReader r(obj, file, prefix);
-  const std::string type = r.choice("type", "", {"tcp", "infiniband"});
-  if (type.empty()) r.fail("type", "required: tcp or infiniband");
-  c.fabric = type == "tcp" ? FabricKind::kTcp : FabricKind::kInfiniband;
+  c.fabric = r.required_choice("type", kFabricKindNames);
   double line = 0;
   if (c.fabric == FabricKind::kInfiniband) {
     c.ib_generation = r.choice("generation", "", {"QDR", "FDR", "EDR", "HDR", "NDR"});
@@ -80,18 +78,13 @@ void parse_fabric(ClusterSpec& c, const nlohmann::json& obj, const std::string& 
 void parse_topology(ClusterSpec& c, const nlohmann::json& obj, const std::string& file,
                     const std::string& prefix) {
   ConfigReader r(obj, file, prefix);
-  const std::string type =
-      r.choice("type", "single_switch", {"single_switch", "fat_tree", "two_level"});
+  c.topology = r.choice("type", TopologyKind::kSingleSwitch, kTopologyKindNames);
   c.switch_latency_s = latency_us(r, "switch_latency_us", 0);
-  if (type == "single_switch") {
-    c.topology = TopologyKind::kSingleSwitch;
-  } else if (type == "fat_tree") {
-    c.topology = TopologyKind::kFatTree;
+  if (c.topology == TopologyKind::kFatTree) {
     c.nodes_per_leaf = r.integer<int>("nodes_per_leaf", 0, 1, kMaxNodes);
     if (c.nodes_per_leaf == 0) r.fail("nodes_per_leaf", "required for a fat_tree");
     c.spines = r.integer<int>("spines", c.nodes_per_leaf, 1, kMaxNodes);
-  } else {
-    c.topology = TopologyKind::kTwoLevel;
+  } else if (c.topology == TopologyKind::kTwoLevel) {
     c.nodes_per_leaf = r.integer<int>("nodes_per_leaf", 0, 1, kMaxNodes);
     if (c.nodes_per_leaf == 0) r.fail("nodes_per_leaf", "required for a two_level tree");
     if (r.has("uplink_GBps") == r.has("oversubscription"))
@@ -175,9 +168,8 @@ ClusterSpec parse_cluster(const nlohmann::json& obj, const std::string& file,
   }
 
   // Intra-node links: required for built clusters (the XML describes its own).
-  const std::string itype = ir.choice("type", c.is_xml() ? "nvlink" : "", {"nvlink", "pcie"});
-  if (itype.empty()) r.fail("intra", "required: {\"type\": \"nvlink\"|\"pcie\", ...}");
-  c.intra_kind = itype == "pcie" ? IntraKind::kPcie : IntraKind::kNvlink;
+  c.intra_kind = c.is_xml() ? ir.choice("type", IntraKind::kNvlink, kIntraKindNames)
+                            : ir.required_choice("type", kIntraKindNames);
   if (!c.is_xml()) {
     c.intra_Bps = bandwidth(ir, "bandwidth_GBps", 0) * kGB;
     c.intra_latency_s = latency_us(ir, "latency_us", 1.0);
@@ -261,21 +253,13 @@ void check_gpu_count(const ClusterSpec& c, int p, const std::string& where,
 }
 
 const char* to_string(IntraKind k) {
-  return k == IntraKind::kNvlink ? "nvlink" : "pcie";
+  return kIntraKindNames.name(k);
 }
 const char* to_string(FabricKind k) {
-  return k == FabricKind::kTcp ? "tcp" : "infiniband";
+  return kFabricKindNames.name(k);
 }
 const char* to_string(TopologyKind k) {
-  switch (k) {
-    case TopologyKind::kSingleSwitch:
-      return "single_switch";
-    case TopologyKind::kFatTree:
-      return "fat_tree";
-    case TopologyKind::kTwoLevel:
-      return "two_level";
-  }
-  return "?";
+  return kTopologyKindNames.name(k);
 }
 
 nlohmann::json ClusterSpec::to_json() const {

@@ -1,5 +1,8 @@
 #include "clbo/sim/presets.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "clbo/core/error.hpp"
@@ -22,11 +25,10 @@ nlohmann::json preset_json(const std::string& kind, const std::string& name,
     return parse_json(p.json, p.path);
   }
   const auto names = preset_names(kind);
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   const std::string what = kind == "clusters" ? "cluster preset" : "workload";
   throw InputError(where, field, name,
-                   "unknown " + what + did_you_mean(name, names) + " (known: " + list + ")");
+                   fmt::format("unknown {}{} (known: {})", what, did_you_mean(name, names),
+                               fmt::join(names, ", ")));
 }
 
 std::string preset_path(const std::string& kind, const std::string& name) {

@@ -21,12 +21,14 @@ constexpr int kMaxRounds = 1 << 20;
 
 Implementation parse_implementation(const nlohmann::json& v, const std::string& file,
                                     const std::string& field) {
-  static const std::vector<std::string> names = {"clbo", "deepspeed"};
-  if (!v.is_string() || std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
-    throw InputError(file, field, v.dump(),
-                     "unknown implementation: expected \"clbo\" or \"deepspeed\"" +
-                         (v.is_string() ? did_you_mean(v.get<std::string>(), names) : ""));
-  return v.get<std::string>() == "clbo" ? Implementation::kClbo : Implementation::kDeepspeed;
+  const auto found = v.is_string() ? kImplementationNames.find(v.get<std::string>()) : std::nullopt;
+  if (!found)
+    throw InputError(
+        file, field, v.dump(),
+        "unknown implementation: expected \"clbo\" or \"deepspeed\"" +
+            (v.is_string() ? did_you_mean(v.get<std::string>(), kImplementationNames.names())
+                           : ""));
+  return *found;
 }
 
 // "implementation": one profile or a non-empty list of distinct ones.
@@ -49,8 +51,7 @@ std::vector<Implementation> parse_implementations(const nlohmann::json& v, const
 }
 
 DType parse_dtype(ConfigReader& r, const std::string& key, DType def) {
-  const std::string d = r.choice(key, def == DType::kF16 ? "fp16" : "fp32", {"fp16", "fp32"});
-  return d == "fp16" ? DType::kF16 : DType::kF32;
+  return r.choice(key, def, kDTypeNames, {DType::kF16, DType::kF32});
 }
 
 // Micro-batch, and gradient accumulation from either grad_acc or a global batch size.
@@ -206,21 +207,15 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     KernelModel probe;
     load_kernel_bench(probe, s.kernel_bench, s.kernel_bench_file);  // validate now
   }
-  const std::string backend =
-      s.deepspeed ? s.deepspeed->comm_backend : r.choice("backend", "nccl", {"nccl", "mpi"});
-  s.expand.backend = backend == "nccl" ? Backend::kNccl : Backend::kMpi;
+  // A ds_config's backend and cuda_aware were read (and checked) by the DeepSpeed reader.
+  s.expand.backend = s.deepspeed ? *kBackendNames.find(s.deepspeed->comm_backend)
+                                 : r.choice("backend", Backend::kNccl, kBackendNames,
+                                            {Backend::kNccl, Backend::kMpi});
   s.expand.mpi_cuda_aware =
       s.deepspeed ? s.deepspeed->cuda_aware : r.boolean("mpi_cuda_aware", false);
-  const std::string algo = r.choice("allreduce", "auto", {"auto", "ring", "tree", "hierarchical"});
-  s.expand.allreduce = algo == "ring"           ? Algo::kRing
-                       : algo == "tree"         ? Algo::kTree
-                       : algo == "hierarchical" ? Algo::kHierarchical
-                                                : Algo::kAuto;
-  const std::string proto = r.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});
-  s.expand.protocol = proto == "LL"       ? Proto::kLL
-                      : proto == "LL128"  ? Proto::kLL128
-                      : proto == "Simple" ? Proto::kSimple
-                                          : Proto::kAuto;
+  s.expand.allreduce = r.choice("allreduce", Algo::kAuto, kAlgoNames,
+                                {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kHierarchical});
+  s.expand.protocol = r.choice("protocol", Proto::kAuto, kProtoNames);
   const std::string fidelity = r.choice("fidelity", "fast", {"fast", "exact"});
   s.expand.exact = fidelity == "exact";
   s.session.aggregate = fidelity == "fast";

@@ -8,6 +8,7 @@ plan creates nothing. Skips (exit 77) with the reason where namespaces cannot be
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -70,6 +71,15 @@ def test_lifecycle(emu_dir):
                 fail("expected 7 node shells, found %r" % shells)
             if len(intfs) != 4 + 4 + 3:
                 fail("expected 11 root-namespace interfaces, found %r" % intfs)
+            # Shaped links carry single frames (htb would let a GSO super-packet through
+            # an idle link at veth speed: clbo_emu/topology.py).
+            for name in intfs:
+                info = subprocess.run(["ip", "-d", "link", "show", "dev", name],
+                                      capture_output=True, text=True).stdout
+                shaped = "htb" in subprocess.run(["tc", "qdisc", "show", "dev", name],
+                                                 capture_output=True, text=True).stdout
+                if shaped and not re.search(r"gso_max_segs 1\b", info):
+                    fail("shaped interface %s still aggregates packets: %s" % (name, info))
             # Hosts reach each other across the spine, and only their own subnet.
             probe = os.path.join(emu_dir, "clbo_emu", "probe.py")
             srv = c.start(["/usr/bin/python3", probe, "serve", "5201"], host=3)

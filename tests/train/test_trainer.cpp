@@ -436,6 +436,21 @@ TEST(TrainRun, SeedsChangeInitAndOrderAndAreSummarized) {
   const std::string md = summary_markdown({{"results/convergence/x.json", r}});
   EXPECT_TRUE(contains(md, "| x | 1-bit Adam | OneBitAdam | mlp_small | 96 | 3 | 8 | 2/2 |")) << md;
   EXPECT_TRUE(contains(md, "results/convergence/x.json"));
+
+  // A result file is input: a missing or mistyped field names the file, never a crash.
+  json broken = r;
+  broken.erase("resolved");
+  json mistyped = r;
+  mistyped["runs"][0]["seed"] = "one";
+  for (const json& bad : {broken, mistyped}) {
+    try {
+      summary_markdown({{"results/convergence/x.json", bad}});
+      FAIL() << "expected an error";
+    } catch (const clbo::InputError& e) {
+      EXPECT_TRUE(contains(e.what(), "results/convergence/x.json")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "not a complete `clbo train` result")) << e.what();
+    }
+  }
 }
 
 // A NaN loss names the step, stops the run, and the document says it is partial.

@@ -34,13 +34,10 @@ LrSchedule read_lr_schedule(const nlohmann::json& obj, const std::string& file,
                                ? static_cast<double>(base.warmup_steps) / base.total_steps
                                : 0.0;
   warmup_fraction = r.number_in("warmup_fraction", warmup_fraction, 0.0, true, 1.0, false);
-  const std::string decay =
-      r.choice("decay", to_string(base.decay), {"linear", "cosine", "constant"});
+  const LrDecay decay = r.choice("decay", base.decay, kLrDecayNames);
   base.final_fraction = r.number_in("final_fraction", base.final_fraction, 0.0, true, 1.0, true);
   r.finish();
-  base.decay = decay == "linear"   ? LrDecay::kLinear
-               : decay == "cosine" ? LrDecay::kCosine
-                                   : LrDecay::kConstant;
+  base.decay = decay;
   base.total_steps = steps;
   base.warmup_steps = static_cast<int64_t>(std::llround(warmup_fraction * steps));
   return base;
@@ -134,8 +131,8 @@ void check_run_length(const RunSpec& run, ExperimentSpec& spec, const std::strin
 }
 
 MomentumMask read_momentum_mask(ConfigReader& r, const OptimizerConfig& c) {
-  const std::string rule = r.choice("exp_avg_mask", "none", {"none", "zero_variance"});
-  if (rule == "none") return MomentumMask::kNone;
+  const MomentumMask rule = r.choice("exp_avg_mask", MomentumMask::kNone, kMomentumMaskNames);
+  if (rule == MomentumMask::kNone) return rule;
   if (!has_freeze_step(c.kind) && c.kind != OptimizerKind::kZeroOneAdam)
     r.fail("exp_avg_mask",
            "\"zero_variance\" masks the coordinates whose variance freezes at 0, so it applies "

@@ -18,15 +18,7 @@ double LrSchedule::lr_at(int64_t t) const {
 }
 
 const char* to_string(LrDecay d) {
-  switch (d) {
-    case LrDecay::kLinear:
-      return "linear";
-    case LrDecay::kCosine:
-      return "cosine";
-    case LrDecay::kConstant:
-      return "constant";
-  }
-  return "?";
+  return kLrDecayNames.name(d);
 }
 
 }  // namespace clbo::train

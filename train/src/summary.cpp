@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "clbo/core/error.hpp"
+
 namespace clbo::train {
 
 namespace {
@@ -57,6 +59,49 @@ std::string diverged_note(const nlohmann::json& s) {
                   : fmt::format(" (NaN at steps {}–{})", lo, hi);
 }
 
+// The table rows of one `clbo train` result.
+std::string rows_of(const std::string& path, const nlohmann::json& doc) {
+  std::string md;
+  const std::string name = std::filesystem::path(path).stem().string();
+  const auto& res = doc.at("resolved");
+  const bool partial = doc.value("status", "") != "complete";
+  // Recomputed from the runs (not read from the file's "summary"), so the table always
+  // follows the per-seed data and this generator's definitions.
+  const ExperimentSpec spec =
+      parse_experiment(doc.at("config"), path, res.at("train_examples").get<size_t>());
+  for (const auto& s : summarize_runs(spec, doc.at("runs"))) {
+    const std::string label = s["label"].get<std::string>();
+    const size_t run = s["seeds_run"].get<size_t>();
+    const size_t not_done = s["seeds_not_complete"].get<size_t>();
+    const auto& timing = s["timing"];
+    const std::string rel =
+        s["comm_relative_to_baseline"].is_null()
+            ? "–"
+            : fmt::format("{:.3f} ({:.1f}× less)", s["comm_relative_to_baseline"].get<double>(),
+                          1.0 / s["comm_relative_to_baseline"].get<double>());
+    md += fmt::format(
+        "| {}{} | {} | {} | {} | {} | {} | {} | {}/{}{} | {} | {} | {} | {} | {} | {} | {} | {} "
+        "| "
+        "{} | {} |\n",
+        name, partial ? " (partial)" : "", label, s["optimizer_type"].get<std::string>(),
+        res.at("model").get<std::string>(), res.at("batch_size").get<int64_t>(),
+        res.at("workers").get<int64_t>(), res.at("steps").get<int64_t>(), run - not_done, run,
+        diverged_note(s), pct(s["final_test_accuracy"]),
+        s["baseline"].is_null() ? "–" : s["baseline"].get<std::string>(),
+        gap(s["gap_to_baseline_points"]), loss(s["final_train_set_loss"]),
+        gap(s["train_set_loss_gap_to_baseline"], 4), mib(s["mean_bytes_sent_per_worker"]), rel,
+        timing["samples_per_s_mean"].is_null()
+            ? "–"
+            : fmt::format("{:.0f}", timing["samples_per_s_mean"].get<double>()),
+        timing["optimizer_comm_time_per_step_s_mean"].is_null()
+            ? "–"
+            : fmt::format("{:.1f}",
+                          1e3 * timing["optimizer_comm_time_per_step_s_mean"].get<double>()),
+        paper_note(doc.at("config"), label));
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string summary_markdown(const std::vector<std::pair<std::string, nlohmann::json>>& results) {
@@ -80,49 +125,22 @@ std::string summary_markdown(const std::vector<std::pair<std::string, nlohmann::
       "samples/s | opt+comm ms/step | paper |\n";
   md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [path, doc] : results) {
-    const std::string name = std::filesystem::path(path).stem().string();
-    const auto& res = doc["resolved"];
-    const bool partial = doc.value("status", "") != "complete";
-    // Recomputed from the runs (not read from the file's "summary"), so the table always
-    // follows the per-seed data and this generator's definitions.
-    const ExperimentSpec spec =
-        parse_experiment(doc["config"], path, res["train_examples"].get<size_t>());
-    for (const auto& s : summarize_runs(spec, doc["runs"])) {
-      const std::string label = s["label"].get<std::string>();
-      const size_t run = s["seeds_run"].get<size_t>();
-      const size_t not_done = s["seeds_not_complete"].get<size_t>();
-      const auto& timing = s["timing"];
-      const std::string rel =
-          s["comm_relative_to_baseline"].is_null()
-              ? "–"
-              : fmt::format("{:.3f} ({:.1f}× less)", s["comm_relative_to_baseline"].get<double>(),
-                            1.0 / s["comm_relative_to_baseline"].get<double>());
-      md += fmt::format(
-          "| {}{} | {} | {} | {} | {} | {} | {} | {}/{}{} | {} | {} | {} | {} | {} | {} | {} | {} "
-          "| "
-          "{} | {} |\n",
-          name, partial ? " (partial)" : "", label, s["optimizer_type"].get<std::string>(),
-          res["model"].get<std::string>(), res["batch_size"].get<int64_t>(),
-          res["workers"].get<int64_t>(), res["steps"].get<int64_t>(), run - not_done, run,
-          diverged_note(s), pct(s["final_test_accuracy"]),
-          s["baseline"].is_null() ? "–" : s["baseline"].get<std::string>(),
-          gap(s["gap_to_baseline_points"]), loss(s["final_train_set_loss"]),
-          gap(s["train_set_loss_gap_to_baseline"], 4), mib(s["mean_bytes_sent_per_worker"]), rel,
-          timing["samples_per_s_mean"].is_null()
-              ? "–"
-              : fmt::format("{:.0f}", timing["samples_per_s_mean"].get<double>()),
-          timing["optimizer_comm_time_per_step_s_mean"].is_null()
-              ? "–"
-              : fmt::format("{:.1f}",
-                            1e3 * timing["optimizer_comm_time_per_step_s_mean"].get<double>()),
-          paper_note(doc["config"], label));
+    // A result file is the user's input: a field missing or of the wrong type names the file
+    // (the schema was checked on loading).
+    try {
+      md += rows_of(path, doc);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(path, "(document)", "",
+                       fmt::format("is not a complete `clbo train` result: {}", e.what()));
     }
   }
   md += "\nResult files:\n\n";
-  for (const auto& [path, doc] : results)
+  for (const auto& [path, doc] : results) {
+    const auto env = doc.value("environment", nlohmann::json::object());
     md += fmt::format("- `{}` (status {}, clbo {} {})\n", path, doc.value("status", "?"),
-                      doc["environment"].value("clbo_version", "?"),
-                      doc["environment"].value("git_hash", "?"));
+                      env.is_object() ? env.value("clbo_version", "?") : "?",
+                      env.is_object() ? env.value("git_hash", "?") : "?");
+  }
   return md;
 }
 

@@ -70,22 +70,22 @@ nlohmann::json summarize_runs(const ExperimentSpec& spec, const nlohmann::json& 
   };
   std::map<std::string, Label> by_label;
   for (const auto& r : runs) {
-    Label& l = by_label[r["label"].get<std::string>()];
+    Label& l = by_label[r.at("label").get<std::string>()];
     ++l.run;
-    if (r["status"] != "complete") {
+    if (r.at("status") != "complete") {
       ++l.diverged;
-      if (r.contains("nan_step")) l.nan_steps.push_back(r["nan_step"].get<int64_t>());
+      if (r.contains("nan_step")) l.nan_steps.push_back(r.at("nan_step").get<int64_t>());
       continue;
     }
-    l.acc[r["seed"].get<uint64_t>()] = r["final_test_accuracy"].get<double>();
-    l.bytes.push_back(r["comm"]["mean_total_bytes_sent_per_worker"].get<double>());
-    l.train_loss.push_back(r["final_train_loss"].get<double>());
-    if (r.contains("final_train_set_loss") && !r["final_train_set_loss"].is_null())
-      l.train_set_loss[r["seed"].get<uint64_t>()] = r["final_train_set_loss"].get<double>();
-    const auto& t = r["timing"];
-    l.samples_per_s.push_back(t["samples_per_s"].get<double>());
-    l.optim_per_step.push_back(t["optimizer_comm_time_per_step_s"].get<double>());
-    l.grad_per_step.push_back(t["gradient_time_per_step_s"].get<double>());
+    l.acc[r.at("seed").get<uint64_t>()] = r.at("final_test_accuracy").get<double>();
+    l.bytes.push_back(r.at("comm").at("mean_total_bytes_sent_per_worker").get<double>());
+    l.train_loss.push_back(r.at("final_train_loss").get<double>());
+    if (r.contains("final_train_set_loss") && !r.at("final_train_set_loss").is_null())
+      l.train_set_loss[r.at("seed").get<uint64_t>()] = r.at("final_train_set_loss").get<double>();
+    const auto& t = r.at("timing");
+    l.samples_per_s.push_back(t.at("samples_per_s").get<double>());
+    l.optim_per_step.push_back(t.at("optimizer_comm_time_per_step_s").get<double>());
+    l.grad_per_step.push_back(t.at("gradient_time_per_step_s").get<double>());
   }
   nlohmann::json out = nlohmann::json::array();
   for (const RunSpec& run : spec.runs) {

@@ -369,16 +369,18 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   const auto record_eval = [&](int64_t step) {
     const auto t0 = Clock::now();
     const auto& every = every_worker(workers, params, gathered);
-    if (!root) return;  // the root evaluates: it hosts worker 0 and its optimizer
-    const KeptParams kept = kept_params(every, mean_params);
-    const Evaluation e = evaluate(model, kept.data, data.test, opts.threads);
-    eval_s += seconds_since(t0);
-    evals.push_back({{"step", step},
-                     {"test_accuracy", e.accuracy},
-                     {"test_loss", e.loss},
-                     {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))},
-                     {"params", kept.replicated ? "replicated" : "rank mean"},
-                     {"layer_coefficients", optimizers[0]->layer_coefficients()}});
+    if (root) {  // the root evaluates: it hosts worker 0 and its optimizer
+      const KeptParams kept = kept_params(every, mean_params);
+      const Evaluation e = evaluate(model, kept.data, data.test, opts.threads);
+      evals.push_back({{"step", step},
+                       {"test_accuracy", e.accuracy},
+                       {"test_loss", e.loss},
+                       {"lr", run.lr.lr_at(std::max<int64_t>(step, 1))},
+                       {"params", kept.replicated ? "replicated" : "rank mean"},
+                       {"layer_coefficients", optimizers[0]->layer_coefficients()}});
+    }
+    workers.barrier();  // the next timed step starts together, not behind the root's evaluation
+    if (root) eval_s += seconds_since(t0);
   };
 
   for (int64_t t = 1; t <= spec.steps; ++t) {
@@ -421,6 +423,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
           (schedule.phase == Phase::kWarmup || schedule.phase == Phase::kVarianceStep))
         watch->observe_gradients(t, true, every_worker(workers, grads, gathered));
       if (root) before = params[0];
+      workers.barrier();  // the timed step starts together on every rank, as without the watch
       watch_s = seconds_since(w0);
     }
     std::vector<char> stepped(static_cast<size_t>(hosted), 0);
@@ -467,7 +470,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     if (watch && root) watch->observe_update(t, before.data(), params[0].data());
     if (masked && t == watch->switch_step()) {
       for (auto& opt : optimizers) opt->set_momentum_mask(watch->zero_variance_mask());
-      run_json["exp_avg_mask"] = {{"rule", "zero_variance"},
+      run_json["exp_avg_mask"] = {{"rule", kMomentumMaskNames.name(run.momentum_mask)},
                                   {"applied_after_step", t},
                                   {"masked_coordinates", watch->zero_variance_count()}};
     }

@@ -61,10 +61,11 @@ nlohmann::json base_case(const ClusterConfig& c) {
   return {{"hosts", c.hosts},
           {"ranks_per_host", c.ranks_per_host},
           {"rate_Mbps", c.link_Mbps},
-          {"topology", c.topology},
+          {"topology", sim::to_string(c.topology)},
           {"cluster", c.id},
-          {"oversubscription", c.topology == "two_level" ? nlohmann::json(c.oversubscription)
-                                                         : nlohmann::json(nullptr)}};
+          {"oversubscription", c.topology == sim::TopologyKind::kTwoLevel
+                                   ? nlohmann::json(c.oversubscription)
+                                   : nlohmann::json(nullptr)}};
 }
 
 // compute_s: the simulated time every rank spends computing (kernels, and for steps the

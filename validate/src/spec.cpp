@@ -121,14 +121,17 @@ void expand_clusters(const nlohmann::json& entries, ValidationSpec& s, const Siz
     const nlohmann::json& e = entries[i];
     if (!e.is_object()) throw InputError(s.file, where, e.dump(), "expected an object");
     ConfigReader r(e, s.file, where);
-    const std::string topo = r.choice("topology", "", {"single_switch", "two_level"});
-    if (topo.empty()) r.fail("topology", "required: single_switch or two_level");
+    using sim::TopologyKind;
+    const TopologyKind topo =
+        r.required_choice("topology", sim::kTopologyKindNames,
+                          {TopologyKind::kSingleSwitch, TopologyKind::kTwoLevel});
+    const bool two_level = topo == TopologyKind::kTwoLevel;
     const auto hosts = values(r, e, "hosts", nullptr);
     const auto rphs = values(r, e, "ranks_per_host", 1);
     const auto rates = values(r, e, "link_Mbps", nullptr);
     std::vector<nlohmann::json> overs = {1};
     int per_leaf = 0;
-    if (topo == "two_level") {
+    if (two_level) {
       per_leaf = r.integer<int>("hosts_per_leaf", 0, 1, 64);
       if (per_leaf == 0) r.fail("hosts_per_leaf", "required for a two_level topology");
       overs = values(r, e, "oversubscription", 1);
@@ -168,7 +171,7 @@ void expand_clusters(const nlohmann::json& entries, ValidationSpec& s, const Siz
                             kMinMbps, kMaxMbps));
             c.sizes = own;
             c.steps = steps;
-            if (topo == "two_level") {
+            if (two_level) {
               c.hosts_per_leaf = per_leaf;
               c.oversubscription =
                   number_value(overs[oi], s.file, at("oversubscription", oi, overs.size()), 1, 64,
@@ -187,10 +190,9 @@ void expand_clusters(const nlohmann::json& entries, ValidationSpec& s, const Siz
                                              "Mbit/s htb shapes here",
                                              c.uplink_Mbps, kMinMbps, kMaxMbps));
             }
-            c.id = fmt::format("{}-h{}-r{}-{}M", topo == "single_switch" ? "ss" : "tl", c.hosts,
-                               c.ranks_per_host, mbps_id(c.link_Mbps));
-            if (topo == "two_level")
-              c.id += fmt::format("-k{}-o{}", per_leaf, mbps_id(c.oversubscription));
+            c.id = fmt::format("{}-h{}-r{}-{}M", two_level ? "tl" : "ss", c.hosts, c.ranks_per_host,
+                               mbps_id(c.link_Mbps));
+            if (two_level) c.id += fmt::format("-k{}-o{}", per_leaf, mbps_id(c.oversubscription));
             if (!ids.insert(c.id).second)
               throw InputError(s.file, where, c.id, "this cluster appears twice in the grid");
             s.clusters.push_back(c);
@@ -241,11 +243,11 @@ std::vector<uint64_t> Sizes::list() const {
 }
 
 nlohmann::json ClusterConfig::to_json() const {
-  nlohmann::json j = {{"topology", topology},
+  nlohmann::json j = {{"topology", sim::to_string(topology)},
                       {"hosts", hosts},
                       {"ranks_per_host", ranks_per_host},
                       {"link_Mbps", link_Mbps}};
-  if (topology == "two_level") {
+  if (topology == sim::TopologyKind::kTwoLevel) {
     j["hosts_per_leaf"] = hosts_per_leaf;
     j["oversubscription"] = oversubscription;
     j["uplink_Mbps"] = uplink_Mbps;

@@ -1,6 +1,7 @@
 #include "fit.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -99,8 +100,7 @@ std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double
 }  // namespace
 
 std::string FitSet::describe() const {
-  std::string s;
-  for (const auto& f : fields) s += (s.empty() ? "" : ", ") + f;
+  std::string s = fmt::format("{}", fmt::join(fields, ", "));
   if (nodes_per_leaf > 0) s += fmt::format(" (two-level tree, {} nodes per leaf)", nodes_per_leaf);
   return s.empty() ? "no parameters" : s;
 }

@@ -5,6 +5,7 @@
 // are rejected there, before any accessor runs).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "clbo/core/json_reader.hpp"
+#include "clbo/core/names.hpp"
 
 namespace clbo {
 
@@ -72,6 +74,22 @@ class ConfigReader {
   std::string string(const std::string& key, const std::string& def);
   std::string choice(const std::string& key, const std::string& def,
                      const std::vector<std::string>& allowed);
+  // An enum value spelled as in its NameTable; `def` when absent. `allowed`, when given,
+  // narrows the values a config may name (the others are internal).
+  template <class E, size_t N>
+  E choice(const std::string& key, E def, const NameTable<E, N>& table,
+           std::initializer_list<E> allowed = {}) {
+    const auto names = allowed_names(table, allowed);
+    return *table.find(choice(key, table.name(def), names));
+  }
+  // The same for a field without a default: absent or null is an error listing the choices.
+  template <class E, size_t N>
+  E required_choice(const std::string& key, const NameTable<E, N>& table,
+                    std::initializer_list<E> allowed = {}) {
+    const auto names = allowed_names(table, allowed);
+    if (!get(key)) fail_required_choice(key, names);
+    return *table.find(choice(key, names.front(), names));
+  }
   // A non-empty array (its elements unchecked). Absent: an error when required, else an empty
   // array.
   const nlohmann::json& array(const std::string& key, bool required);
@@ -91,6 +109,16 @@ class ConfigReader {
   const std::string& file() const { return file_; }
 
  private:
+  template <class E, size_t N>
+  static std::vector<std::string> allowed_names(const NameTable<E, N>& table,
+                                                std::initializer_list<E> allowed) {
+    if (allowed.size() == 0) return table.names();
+    std::vector<std::string> names;
+    for (const E v : allowed) names.emplace_back(table.name(v));
+    return names;
+  }
+  [[noreturn]] void fail_required_choice(const std::string& key,
+                                         const std::vector<std::string>& names) const;
   const nlohmann::json* get(const std::string& key);
   int64_t signed_integer(const std::string& key, int64_t def, int64_t min_value, int64_t max_value);
   uint64_t unsigned_integer(const std::string& key, uint64_t def, uint64_t min_value,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "clbo/core/names.hpp"
+
 namespace clbo {
 
 enum class CollKind {
@@ -35,6 +37,26 @@ struct CommSchedule {
   Phase phase = Phase::kDense;
   std::vector<CommCall> calls;
 };
+
+inline constexpr auto kCollKindNames = name_table<CollKind>({
+    {CollKind::kAllreduce, "allreduce"},
+    {CollKind::kCompressedAllreduce, "compressed_allreduce"},
+    {CollKind::kSparseAllreduce, "sparse_allreduce"},
+    {CollKind::kTopkAllgather, "topk_allgather"},
+    {CollKind::kAlltoall, "alltoall"},
+    {CollKind::kAllgather, "allgather"},
+});
+inline constexpr auto kDTypeNames =
+    name_table<DType>({{DType::kF32, "fp32"}, {DType::kF16, "fp16"}, {DType::kU8, "u8"}});
+inline constexpr auto kPhaseNames = name_table<Phase>({
+    {Phase::kDense, "dense"},
+    {Phase::kWarmup, "warmup"},
+    {Phase::kCompression, "compression"},
+    {Phase::kVarianceStep, "variance_step"},
+    {Phase::kLocalStep, "local_step"},
+    {Phase::kSyncStep, "sync_step"},
+    {Phase::kPlain, "plain"},
+});
 
 const char* to_string(CollKind k);
 const char* to_string(DType d);

@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "clbo/core/names.hpp"
 #include "clbo/core/schedule.hpp"
 
 namespace clbo {
@@ -37,6 +38,19 @@ enum class OptimizerKind {
   kNaiveOneBitLamb,
 };
 
+// DeepSpeed's spellings ("type" of an optimizer block), in enum order.
+inline constexpr auto kOptimizerKindNames = name_table<OptimizerKind>({
+    {OptimizerKind::kAdam, "Adam"},
+    {OptimizerKind::kLamb, "Lamb"},
+    {OptimizerKind::kOneBitAdam, "OneBitAdam"},
+    {OptimizerKind::kOneBitLamb, "OneBitLamb"},
+    {OptimizerKind::kZeroOneAdam, "ZeroOneAdam"},
+    {OptimizerKind::kSlamb, "Slamb"},
+    {OptimizerKind::kOneBitAdamNoErrorFeedback, "OneBitAdamNoErrorFeedback"},
+    {OptimizerKind::kNaiveOneBitAdam, "NaiveOneBitAdam"},
+    {OptimizerKind::kNaiveOneBitLamb, "NaiveOneBitLamb"},
+});
+
 // What a step does when some rank's gradient holds NaN or Inf.
 enum class NonfinitePolicy {
   kError,  // throw clbo::Error naming rank, step and the first bad element (default)
@@ -48,6 +62,11 @@ enum class CommGranularity {
   kFlat,    // one call over the whole flat buffer (default)
   kTensor,  // one call per tensor of the layout (each with its own error buffers)
 };
+
+inline constexpr auto kNonfinitePolicyNames = name_table<NonfinitePolicy>(
+    {{NonfinitePolicy::kError, "error"}, {NonfinitePolicy::kSkip, "skip"}});
+inline constexpr auto kCommGranularityNames = name_table<CommGranularity>(
+    {{CommGranularity::kFlat, "flat"}, {CommGranularity::kTensor, "tensor"}});
 
 // Fields every optimizer has. Betas, eps and the rates are kept in double as parsed; the
 // optimizers round them to fp32 once (see docs/optimizers.md, "Arithmetic").

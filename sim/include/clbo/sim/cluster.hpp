@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "clbo/core/names.hpp"
+
 namespace clbo::sim {
 
 // Bounds of the sizes a cluster file may state, so that every product of them fits an int
@@ -23,6 +25,15 @@ inline constexpr int kMaxGpus = kMaxNodes;  // a run's GPU count
 enum class IntraKind { kNvlink, kPcie };
 enum class FabricKind { kTcp, kInfiniband };
 enum class TopologyKind { kSingleSwitch, kFatTree, kTwoLevel };
+
+inline constexpr auto kIntraKindNames =
+    name_table<IntraKind>({{IntraKind::kNvlink, "nvlink"}, {IntraKind::kPcie, "pcie"}});
+inline constexpr auto kFabricKindNames =
+    name_table<FabricKind>({{FabricKind::kTcp, "tcp"}, {FabricKind::kInfiniband, "infiniband"}});
+inline constexpr auto kTopologyKindNames =
+    name_table<TopologyKind>({{TopologyKind::kSingleSwitch, "single_switch"},
+                              {TopologyKind::kFatTree, "fat_tree"},
+                              {TopologyKind::kTwoLevel, "two_level"}});
 
 struct ClusterSpec {
   std::string name, description, source;

@@ -24,6 +24,8 @@ enum class MomentumMask {
   // and the ±scale they receive instead is divided by eps alone. Built once, at the switch.
   kZeroVariance,
 };
+inline constexpr auto kMomentumMaskNames = name_table<MomentumMask>(
+    {{MomentumMask::kNone, "none"}, {MomentumMask::kZeroVariance, "zero_variance"}});
 
 // One optimizer configuration of an experiment, run once per seed.
 struct RunSpec {

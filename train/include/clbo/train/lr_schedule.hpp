@@ -7,9 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "clbo/core/names.hpp"
+
 namespace clbo::train {
 
 enum class LrDecay { kLinear, kCosine, kConstant };
+inline constexpr auto kLrDecayNames = name_table<LrDecay>(
+    {{LrDecay::kLinear, "linear"}, {LrDecay::kCosine, "cosine"}, {LrDecay::kConstant, "constant"}});
 
 struct LrSchedule {
   double peak = 1e-3;

@@ -42,6 +42,11 @@ class Workers {
   virtual std::vector<double> gather(const std::vector<double>& mine, size_t per_worker) = 0;
   // The same for float vectors (parameters, gradients), bit for bit.
   virtual std::vector<float> gather(const std::vector<float>& mine, size_t per_worker) = 0;
+  // Returns once every worker has called it (control traffic, like gather). The harness's
+  // own gathers end at different times on different ranks, and their last bytes may still
+  // be draining; a timed step that starts right after one would count that skew as its
+  // communication.
+  virtual void barrier() = 0;
 };
 
 std::unique_ptr<Workers> local_workers(int p);

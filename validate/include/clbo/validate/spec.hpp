@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "clbo/sim/cluster.hpp"
+
 namespace clbo::validate {
 
 struct Sizes {
@@ -35,8 +37,8 @@ struct Sizes {
 };
 
 struct ClusterConfig {
-  std::string id;        // "single_switch-h4-r1-200M", unique in the grid
-  std::string topology;  // single_switch | two_level
+  std::string id;  // "single_switch-h4-r1-200M", unique in the grid
+  sim::TopologyKind topology = sim::TopologyKind::kSingleSwitch;  // or kTwoLevel
   int hosts = 2, ranks_per_host = 1;
   double link_Mbps = 100;
   int hosts_per_leaf = 0;       // two_level

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstddef>
 
+#include "clbo/core/names.hpp"
+
 namespace clbo::sim {
 
 // kNccl, kMpi: GPU ranks; the compressed allreduce through NCCL or DeepSpeed's MPI path
@@ -49,6 +51,20 @@ struct ExpandOptions {
   // all-to-all on the cluster (1: the fluid model).
   double mpi_all_pairs_efficiency = 1.0;
 };
+
+inline constexpr auto kBackendNames = name_table<Backend>(
+    {{Backend::kNccl, "nccl"}, {Backend::kMpi, "mpi"}, {Backend::kMpiHost, "mpi_host"}});
+inline constexpr auto kImplementationNames = name_table<Implementation>(
+    {{Implementation::kClbo, "clbo"}, {Implementation::kDeepspeed, "deepspeed"}});
+inline constexpr auto kAlgoNames = name_table<Algo>({{Algo::kAuto, "auto"},
+                                                     {Algo::kRing, "ring"},
+                                                     {Algo::kTree, "tree"},
+                                                     {Algo::kHierarchical, "hierarchical"},
+                                                     {Algo::kBinomial, "binomial"}});
+inline constexpr auto kProtoNames = name_table<Proto>({{Proto::kAuto, "auto"},
+                                                       {Proto::kLL, "LL"},
+                                                       {Proto::kLL128, "LL128"},
+                                                       {Proto::kSimple, "Simple"}});
 
 const char* to_string(Backend b);
 const char* to_string(Implementation i);
