@@ -25,6 +25,7 @@
 #include "clbo/core/output_file.hpp"
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/schedule/config.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/schedule/schedule.hpp"
 #include "cli.hpp"
 #include "nonfinite_scan.hpp"
@@ -94,7 +95,24 @@ ReplayInputs load_inputs(const ReplayArgs& a) {
     in.layout.require_total(in.n, a.layout);
   }
 
-  const OptimizerConfig config = parse_optimizer_config(load_json_file(a.optimizer), a.optimizer);
+  // A block or a whole DeepSpeed config, both in DeepSpeed's syntax (hjson's comments and
+  // trailing commas). A whole config goes through the one DeepSpeed reader, which refuses
+  // what DeepSpeed refuses and names what replay does not model.
+  const nlohmann::json doc = load_json_file(a.optimizer, deepspeed_json_options());
+  OptimizerConfig config;
+  if (is_whole_deepspeed_config(doc)) {
+    const DeepSpeedConfig ds = parse_deepspeed_config(doc, a.optimizer);
+    config = ds.optimizer;
+    // The batch and the transport do not change a replay's numbers (the gradients are given).
+    std::vector<std::string> warnings = ds.warnings;
+    for (const std::string& w :
+         deepspeed_fields_ignored_by(ds, {"batch", "backend"}, "clbo replay"))
+      warnings.push_back(w);
+    for (const std::string& w : warnings)
+      std::cerr << "clbo: warning: " << a.optimizer << ": " << w << std::endl;
+  } else {
+    config = parse_optimizer_config(doc, a.optimizer);
+  }
   for (int r = 0; r < in.p; ++r)
     in.optimizers.push_back(make_optimizer(config, in.layout, in.p, r));
   // With "nonfinite": "skip" the optimizers agree among ranks to skip bad steps themselves.
@@ -168,8 +186,10 @@ int run_replay(const ReplayArgs& a) {
 
 constexpr const char* kFormats = R"(Files:
   --optimizer  JSON: a DeepSpeed-style block {"type": "OneBitAdam", "params": {"lr": 1e-3,
-               "freeze_step": 10, ...}} or a whole DeepSpeed config holding "optimizer".
-               The learning rate is the constant params.lr. With "nonfinite": "skip" in
+               "freeze_step": 10, ...}} or a whole DeepSpeed config (ds_config.json), read
+               as DeepSpeed reads it (comments and trailing commas allowed; ZeRO with a
+               1-bit optimizer refused; its scheduler and fp16 are warned about, not
+               modelled). The learning rate is the constant params.lr. With "nonfinite": "skip" in
                params the optimizer skips steps with NaN/Inf gradients; otherwise any
                non-finite gradient is an error (reported with its step, rank and index).
   --params0    .npy float32 ('<f4', C order), shape (n,): the initial parameters, the same

@@ -58,6 +58,7 @@ std::vector<std::string> forwarded_args(const clbo::cli::TrainArgs& a) {
   std::vector<std::string> v = a.inputs;
   if (!a.out.empty()) v.insert(v.end(), {"--out", a.out});
   if (!a.data_dir.empty()) v.insert(v.end(), {"--data-dir", a.data_dir});
+  if (!a.ds_config.empty()) v.insert(v.end(), {"--ds-config", a.ds_config});
   v.insert(v.end(), {"--threads", std::to_string(a.threads), "--gemm", a.gemm});
   if (a.quiet) v.push_back("--quiet");
   if (a.check) v.push_back("--check");
@@ -73,6 +74,9 @@ clbo::cli::Registrar reg(
       clbo::cli::add_train_options(sub, *a, true);
       return [a] {
         if (a->summary) {
+          if (a->inputs.empty())
+            throw clbo::InputError("<command line>", "RESULT", "missing",
+                                   "--summary tabulates result files; give at least one");
           if (a->backend != "local")
             throw clbo::InputError("<command line>", "--backend", a->backend,
                                    "--summary reads result files; it has no backend");

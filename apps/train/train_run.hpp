@@ -16,6 +16,7 @@
 #include "clbo/core/result_files.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/kernels/gemm.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 #include "clbo/train/summary.hpp"
 #include "clbo/train/trainer.hpp"
@@ -25,7 +26,7 @@ namespace clbo::cli {
 
 struct TrainArgs {
   std::vector<std::string> inputs;
-  std::string out, data_dir, backend = "local", gemm = "auto";
+  std::string out, data_dir, backend = "local", gemm = "auto", ds_config;
   int threads = 2;
   bool summary = false, quiet = false, check = false;
 };
@@ -33,8 +34,11 @@ struct TrainArgs {
 inline void add_train_options(CLI::App& sub, TrainArgs& a, bool with_backend) {
   sub.add_option("inputs", a.inputs,
                  "experiment JSON (experiments/convergence/X.json), or result files with "
-                 "--summary")
-      ->required();
+                 "--summary");
+  sub.add_option("--ds-config", a.ds_config,
+                 "a whole DeepSpeed config: its optimizer beside the uncompressed twin, its "
+                 "batch on the experiment's workers, its scheduler's total_num_steps as the run "
+                 "length unless the experiment gives one (the experiment is optional then)");
   sub.add_option("-o,--out", a.out,
                  "output path (default: experiments/<dir>/X.json -> results/<dir>/X.json; "
                  "with --summary: stdout)");
@@ -71,13 +75,15 @@ inline void train_progress(const std::string& message) {
 // Trains the experiment; with `workers` (one per process) every process trains its worker
 // and the root writes the result.
 inline int run_train(const TrainArgs& a, train::Workers* workers = nullptr) {
-  if (a.inputs.size() != 1)
+  if (a.inputs.size() != 1 && !(a.inputs.empty() && !a.ds_config.empty()))
     throw InputError("<command line>", "EXPERIMENT", std::to_string(a.inputs.size()),
-                     "give exactly one experiment file (or --summary RESULT...)");
+                     "give exactly one experiment file, or --ds-config (or --summary RESULT...)");
   if (a.threads < 1 || a.threads > 64)
     throw InputError("<command line>", "--threads", std::to_string(a.threads), "must be in 1..64");
   const bool root = !workers || workers->is_root();
-  const std::string& path = a.inputs[0];
+  // With --ds-config alone the experiment is the defaults (docs/convergence.md) and the
+  // config; the results are named after the config.
+  const std::string path = a.inputs.empty() ? a.ds_config : a.inputs[0];
   if (a.gemm == "portable") kernels::detail::set_gemm_path(kernels::detail::GemmPath::kPortable);
   // The output first, then the whole experiment, then the data: nothing that can be known
   // at the start fails at the end (and --check rejects whatever the run would).
@@ -85,7 +91,20 @@ inline int run_train(const TrainArgs& a, train::Workers* workers = nullptr) {
   if (root)
     check_output_path(out, a.out.empty() ? "output (the default for EXPERIMENT)" : "--out",
                       {{"EXPERIMENT", path}});
-  train::ExperimentSpec spec = train::load_experiment(path);
+  // EXPERIMENT may itself be a whole DeepSpeed config: then it is the ds_config of an
+  // experiment of defaults.
+  bool is_deepspeed = false;
+  nlohmann::json doc = a.inputs.empty() ? nlohmann::json::object()
+                                        : load_experiment_or_deepspeed_config(path, &is_deepspeed);
+  if (is_deepspeed) {
+    if (!a.ds_config.empty())
+      throw InputError("<command line>", "--ds-config", a.ds_config,
+                       path + " is itself a DeepSpeed config; give one of them");
+    doc = {{"ds_config", path}};
+  }
+  if (!a.ds_config.empty() && doc.is_object()) doc["ds_config"] = a.ds_config;
+  train::ExperimentSpec spec =
+      train::parse_experiment(doc, a.inputs.empty() ? "<command line>" : path);
   if (root)
     for (const std::string& w : spec.warnings) std::cerr << "clbo: warning: " << w << "\n";
   if (!a.data_dir.empty()) spec.data_dir = a.data_dir;

@@ -72,11 +72,31 @@ class Parser {
   // ---- lexing ----
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-  // JSON's four whitespace characters. Comments, for a lenient mode, would be skipped here.
+  // JSON's four whitespace characters, and with options_.comments hjson's comments.
   void skip_space() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
+    for (;;) {
+      while (pos_ < s_.size() &&
+             (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+        ++pos_;
+      if (!options_.comments || !skip_comment()) return;
+    }
+  }
+  // One `#` or `//` comment (to the end of the line) or `/* */` comment at pos_; false when
+  // none starts there.
+  bool skip_comment() {
+    const char c = peek();
+    const char next = pos_ + 1 < s_.size() ? s_[pos_ + 1] : '\0';
+    if (c == '#' || (c == '/' && next == '/')) {
+      while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
+      return true;
+    }
+    if (c == '/' && next == '*') {
+      const size_t end = s_.find("*/", pos_ + 2);
+      if (end == std::string_view::npos) fail_here("the /* comment has no closing */");
+      pos_ = end + 2;
+      return true;
+    }
+    return false;
   }
   void expect(char c, const char* why) {
     if (peek() != c) fail_here(why);
@@ -146,8 +166,13 @@ class Parser {
       path_.pop_back();
       members.emplace(std::move(key), std::move(v));
       skip_space();
-      if (peek() == ',') {  // a trailing-comma leniency would accept a '}' after this
+      if (peek() == ',') {
         ++pos_;
+        skip_space();
+        if (options_.trailing_commas && peek() == '}') {
+          ++pos_;
+          return obj;
+        }
         continue;
       }
       if (peek() == '}') {
@@ -184,8 +209,13 @@ class Parser {
       items.push_back(value(depth));
       path_.pop_back();
       skip_space();
-      if (peek() == ',') {  // a trailing-comma leniency would accept a ']' after this
+      if (peek() == ',') {
         ++pos_;
+        skip_space();
+        if (options_.trailing_commas && peek() == ']') {
+          ++pos_;
+          return arr;
+        }
         continue;
       }
       if (peek() == ']') {

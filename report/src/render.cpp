@@ -230,6 +230,41 @@ std::string render_csv(const Table& table) {
   return out;
 }
 
+std::string render_markdown_table(const Table& table) {
+  return md_table(table);
+}
+
+std::string render_text(const Table& table) {
+  const size_t n = table.header.size();
+  // Widths in characters, not bytes, so "×" or "µs" do not skew the columns.
+  auto width = [](const std::string& s) {
+    size_t w = 0;
+    for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+    return w;
+  };
+  std::vector<size_t> w(n, 0);
+  auto cell = [](const std::vector<std::string>& row, size_t c) {
+    return c < row.size() ? row[c] : std::string();
+  };
+  for (size_t c = 0; c < n; ++c) {
+    w[c] = width(table.header[c]);
+    for (const auto& row : table.rows) w[c] = std::max(w[c], width(cell(row, c)));
+  }
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out;
+    for (size_t c = 0; c < n; ++c) {
+      const std::string v = cell(row, c);
+      const std::string pad(w[c] - width(v), ' ');
+      if (c) out += "  ";
+      out += right(table, c) ? pad + v : (c + 1 < n ? v + pad : v);
+    }
+    return out + "\n";
+  };
+  std::string out = line(table.header);
+  for (const auto& row : table.rows) out += line(row);
+  return out;
+}
+
 std::map<std::string, std::string> render_files(const Document& doc, const std::string& stem,
                                                 const std::string& format) {
   std::map<std::string, std::string> files;

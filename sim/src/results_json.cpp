@@ -146,41 +146,9 @@ nlohmann::json results_document(const nlohmann::json& spec_json, const std::stri
         {"settings", settings}}},
       {"runs", std::move(runs)},
       {"timing", {{"wall_s", wall_s}, {"groups", std::move(group_timing)}}}};
+  if (spec.deepspeed) doc["inputs"]["deepspeed"] = spec.deepspeed->to_json();
   if (!spec.warnings.empty()) doc["warnings"] = spec.warnings;
   return doc;
-}
-
-std::string results_table(const nlohmann::json& results) {
-  std::string out =
-      fmt::format("{:<18} {:>5} {:<14} {:<9} {:>10} {:>26} {:>10} {:>7} {:>7} {:>6}\n", "cluster",
-                  "GPUs", "optimizer", "impl", "samples/s", "step ms per kind", "run GB/GPU",
-                  "volume", "speedup", "eff");
-  for (const auto& run : results["runs"]) {
-    std::string kinds;
-    for (const auto& k : run["step_kinds"]) {
-      if (!kinds.empty()) kinds += " ";
-      kinds += fmt::format("{:.0f}", k["simulated"]["time_ms"].get<double>());
-    }
-    if (kinds.size() > 26) kinds = kinds.substr(0, 23) + "...";
-    const auto& s = run["simulated"];
-    auto ratio = [](const nlohmann::json& v) {
-      return v.is_null() ? std::string("-") : fmt::format("{:.2f}x", v.get<double>());
-    };
-    out +=
-        fmt::format("{:<18} {:>5} {:<14} {:<9} {:>10.1f} {:>26} {:>10.1f} {:>7} {:>7} {:>5.0f}%\n",
-                    run["cluster"].get<std::string>().substr(0, 18), run["gpus"].get<int>(),
-                    run["optimizer"].get<std::string>().substr(0, 14),
-                    run.value("implementation", "clbo"), s["samples_per_s"].get<double>(), kinds,
-                    s["total_bytes_per_gpu"].get<double>() / 1e9, ratio(s["volume_reduction"]),
-                    ratio(s["speedup"]), 100 * s["scaling_efficiency"].get<double>());
-    if (run.contains("paper")) {
-      std::string errs;
-      for (auto it = s["error_pct_vs_paper"].begin(); it != s["error_pct_vs_paper"].end(); ++it)
-        errs += fmt::format(" {} {:+.1f}%", it.key(), it.value().get<double>());
-      out += "    vs paper:" + errs + "\n";
-    }
-  }
-  return out;
 }
 
 }  // namespace clbo::sim

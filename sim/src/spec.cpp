@@ -7,6 +7,7 @@
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/schedule/schedule.hpp"
 
 namespace clbo::sim {
@@ -73,6 +74,18 @@ void batch_of(ConfigReader& r, RunPoint& pt, int64_t def_mb, int64_t def_batch, 
   }
 }
 
+// The batch DeepSpeed would run on this point's GPU count.
+void deepspeed_batch(const DeepSpeedConfig& ds, RunPoint& pt, const std::string& where) {
+  const DeepSpeedBatch::Resolved b = ds.batch.resolve(pt.p, where);
+  if (b.micro_batch > kMaxBatch || b.grad_acc > kMaxBatch)
+    throw InputError(ds.file, "train_batch_size", std::to_string(*ds.batch.train_batch_size),
+                     fmt::format("gives a micro-batch of {} and {} accumulation steps at {}; at "
+                                 "most {} each",
+                                 b.micro_batch, b.grad_acc, where, kMaxBatch));
+  pt.micro_batch = b.micro_batch;
+  pt.grad_acc = b.grad_acc;
+}
+
 }  // namespace
 
 ComputeProfile ExperimentSpec::profile_for(const ClusterSpec& c) const {
@@ -102,8 +115,45 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
   s.workload =
       std::make_shared<Workload>(resolve_workload(sim["workload"], file, r.field("workload")));
 
-  const auto& opts = r.array("optimizers", true);
+  // A whole DeepSpeed config stands for the fields it sets; stating them beside it would
+  // leave two answers to one question.
+  r.ignore("ds_config");
+  if (sim.contains("ds_config")) {
+    s.deepspeed = resolve_deepspeed_config(sim["ds_config"], file, r.field("ds_config"));
+    const std::pair<const char*, const char*> owned[] = {
+        {"optimizers", "its optimizer block, with the uncompressed twin as the baseline"},
+        {"micro_batch", "train_micro_batch_size_per_gpu"},
+        {"batch_size", "train_batch_size"},
+        {"grad_acc", "gradient_accumulation_steps"},
+        {"backend", "optimizer.params.comm_backend_name"},
+        {"mpi_cuda_aware", "optimizer.params.cuda_aware"},
+        {"grad_dtype", "fp16.enabled / bf16.enabled / communication_data_type"}};
+    for (const auto& [key, there] : owned)
+      if (sim.contains(key))
+        r.fail(key, fmt::format("ds_config sets this ({}); change it there or leave ds_config "
+                                "out",
+                                there));
+    for (const std::string& w : s.deepspeed->warnings)
+      s.warnings.push_back(fmt::format("{}: {}", s.deepspeed->file, w));
+  }
+
   std::set<std::string> labels;
+  if (s.deepspeed) {
+    // The optimizer beside its uncompressed twin, which is its baseline.
+    if (s.deepspeed->baseline) {
+      OptimizerEntry b;
+      b.config = *s.deepspeed->baseline;
+      b.label = b.config.type_name();
+      s.optimizers.push_back(b);
+    }
+    OptimizerEntry e;
+    e.config = s.deepspeed->optimizer;
+    e.label = e.config.type_name();
+    if (!s.optimizers.empty()) e.baseline = s.optimizers.front().label;
+    s.optimizers.push_back(e);
+    for (const OptimizerEntry& o : s.optimizers) labels.insert(o.label);
+  }
+  const auto& opts = s.deepspeed ? nlohmann::json::array() : r.array("optimizers", true);
   for (size_t i = 0; i < opts.size(); ++i) {
     const std::string f = fmt::format("{}[{}]", r.field("optimizers"), i);
     ConfigReader o(opts[i], file, f);
@@ -115,6 +165,7 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
           parse_implementations(opts[i]["implementation"], file, o.field("implementation"), false);
     if (!opts[i].contains("optimizer"))
       o.fail("optimizer", "required: a DeepSpeed optimizer block");
+    require_optimizer_block(opts[i]["optimizer"], file, o.field("optimizer"), "simulate.ds_config");
     e.config = parse_optimizer_config(opts[i]["optimizer"], file);
     e.label = o.string("label", e.config.type_name());
     e.baseline = o.string("baseline", "");
@@ -130,11 +181,25 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
                            did_you_mean(b, std::vector<std::string>(labels.begin(), labels.end())));
   }
 
-  s.total_steps = r.integer("total_steps", 1, 1, kMaxSimulatedSteps);
+  if (s.deepspeed && !sim.contains("total_steps")) {
+    r.ignore("total_steps");
+    if (!s.deepspeed->total_steps)
+      r.fail("total_steps",
+             "required with ds_config, whose scheduler states no run length: give --steps N (or "
+             "simulate.total_steps), or a scheduler with total_num_steps (WarmupDecayLR, "
+             "WarmupCosineLR)");
+    s.total_steps = *s.deepspeed->total_steps;
+    if (s.total_steps > kMaxSimulatedSteps)
+      throw InputError(s.deepspeed->file, s.deepspeed->total_steps_field,
+                       std::to_string(s.total_steps),
+                       fmt::format("the simulator runs at most {} steps", kMaxSimulatedSteps));
+  } else {
+    s.total_steps = r.integer("total_steps", 1, 1, kMaxSimulatedSteps);
+  }
   for (const OptimizerEntry& e : s.optimizers)
     for (const std::string& w : phase_warnings(e.config, s.total_steps))
       s.warnings.push_back(fmt::format("optimizer '{}': {}", e.label, w));
-  s.grad_dtype = parse_dtype(r, "grad_dtype", DType::kF16);
+  s.grad_dtype = s.deepspeed ? s.deepspeed->grad_dtype : parse_dtype(r, "grad_dtype", DType::kF16);
   s.overlap = r.boolean("overlap_backward", false);
   s.bucket_bytes = r.number_in("bucket_mb", 25, 0, false, 1e6, true) * 1e6;
   s.kernel_efficiency = r.number_in("kernel_efficiency", 0.85, 0, false, 1, true);
@@ -147,9 +212,12 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
     KernelModel probe;
     load_kernel_bench(probe, s.kernel_bench, s.kernel_bench_file);  // validate now
   }
-  s.expand.backend =
-      r.choice("backend", Backend::kNccl, kBackendNames, {Backend::kNccl, Backend::kMpi});
-  s.expand.mpi_cuda_aware = r.boolean("mpi_cuda_aware", false);
+  // A ds_config's backend and cuda_aware were read (and checked) by the DeepSpeed reader.
+  s.expand.backend = s.deepspeed ? *kBackendNames.find(s.deepspeed->comm_backend)
+                                 : r.choice("backend", Backend::kNccl, kBackendNames,
+                                            {Backend::kNccl, Backend::kMpi});
+  s.expand.mpi_cuda_aware =
+      s.deepspeed ? s.deepspeed->cuda_aware : r.boolean("mpi_cuda_aware", false);
   s.expand.allreduce = r.choice("allreduce", Algo::kAuto, kAlgoNames,
                                 {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kHierarchical});
   s.expand.protocol = r.choice("protocol", Proto::kAuto, kProtoNames);
@@ -213,8 +281,17 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
       pt.cluster = cluster_index(rows[i]["cluster"], rr.field("cluster"));
       pt.p = rr.integer<int>("gpus", 0, 0, kMaxGpus);
       check_gpu_count(s.clusters[pt.cluster], pt.p, file, rr.field("gpus"));
-      // A row inherits the sweep's batch settings unless it states its own.
-      batch_of(rr, pt, def_mb, rows[i].contains("grad_acc") ? 0 : def_batch, def_ga, file);
+      if (s.deepspeed) {
+        for (const char* k : {"micro_batch", "batch_size", "grad_acc"})
+          if (rows[i].contains(k))
+            rr.fail(k,
+                    "ds_config sets the batch (train_batch_size, "
+                    "train_micro_batch_size_per_gpu, gradient_accumulation_steps)");
+        deepspeed_batch(*s.deepspeed, pt, fmt::format("{} = {}", rr.field("gpus"), pt.p));
+      } else {
+        // A row inherits the sweep's batch settings unless it states its own.
+        batch_of(rr, pt, def_mb, rows[i].contains("grad_acc") ? 0 : def_batch, def_ga, file);
+      }
       rr.ignore("paper");
       rr.string("paper_source", "");
       rr.string("label", "");
@@ -236,6 +313,11 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
         pt.cluster = idx;
         pt.p = static_cast<int>(json_int64(gpus[gi], file, f, 0, kMaxGpus));
         check_gpu_count(s.clusters[idx], pt.p, file, f);
+        if (s.deepspeed) {
+          deepspeed_batch(*s.deepspeed, pt, fmt::format("{} = {}", f, pt.p));
+          s.points.push_back(pt);
+          continue;
+        }
         nlohmann::json batch = nlohmann::json::object();
         batch["micro_batch"] = def_mb;
         if (def_batch > 0)
@@ -248,7 +330,7 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
       }
     }
   }
-  if (def_mb < 1) {
+  if (def_mb < 1 && !s.deepspeed) {
     for (size_t i = 0; i < s.points.size(); ++i)
       if (s.points[i].micro_batch < 1) r.fail("micro_batch", "required (at the top or per row)");
   }

@@ -173,6 +173,48 @@ TEST_F(ReplayCli, AWholeDeepSpeedConfigIsAccepted) {
   EXPECT_NEAR(out.data[5], ref[5], 1e-6);
 }
 
+// DeepSpeed's own syntax (hjson's comments and trailing commas) through the one DeepSpeed
+// reader: the trajectory is the block's, and what replay does not model is a warning.
+TEST_F(ReplayCli, ADeepSpeedConfigWithCommentsMatchesItsBlockAndNamesWhatIsNotModelled) {
+  const size_t T = 3, p = 2, n = 10;
+  const auto grads = make_grads(T, p, n);
+  const std::string ds = write_raw("ds.json", R"(// 1-bit Adam
+{
+  "train_batch_size": 64,
+  "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.01, "freeze_step": 1,},},
+  "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}},
+  "fp16": {"enabled": true,},
+})");
+  const auto r = run({"replay", "--optimizer", ds, "--params0",
+                      write_npy("theta0.npy", {int64_t(n)}, make_theta0(n)), "--grads",
+                      write_npy("grads.npy", {int64_t(T), int64_t(p), int64_t(n)}, grads), "--out",
+                      path("out.npy")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("scheduler (WarmupLR) is not modelled by clbo replay"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("fp16.enabled is not modelled by clbo replay"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("train_batch_size"), std::string::npos) << r.err;  // no effect on replay
+  const json block = {{"type", "OneBitAdam"}, {"params", {{"lr", 0.01}, {"freeze_step", 1}}}};
+  const auto expected =
+      library_trajectory(block, clbo::ParamLayout::single(n), make_theta0(n), grads, T, p);
+  EXPECT_TRUE(bitwise_equal(clbo::read_npy_f32(path("out.npy")).data, expected));
+}
+
+TEST_F(ReplayCli, ZeroWithAOneBitOptimizerIsRefusedAsDeepSpeedRefusesIt) {
+  const std::string ds =
+      write_json("ds.json", {{"train_batch_size", 64},
+                             {"zero_optimization", {{"stage", 1}}},
+                             {"optimizer", {{"type", "OneBitAdam"}, {"params", {{"lr", 0.01}}}}}});
+  const auto r =
+      run({"replay", "--optimizer", ds, "--params0", write_npy("theta0.npy", {4}, make_theta0(4)),
+           "--grads", write_npy("grads.npy", {1, 1, 4}, make_grads(1, 1, 4)), "--out",
+           path("out.npy")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("zero_optimization.stage"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not compatible with ZeRO"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out.npy")));
+}
+
 TEST_F(ReplayCli, SkipsNonFiniteStepsWhenTheConfigAsks) {
   const size_t T = 3, p = 2, n = 10;
   auto grads = make_grads(T, p, n);

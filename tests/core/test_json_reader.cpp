@@ -92,6 +92,32 @@ TEST(JsonReader, SyntaxErrorsNamePathLineAndColumn) {
     EXPECT_THROW(parse_json(bad, "bad.json"), InputError) << bad;
 }
 
+// DeepSpeed reads configs with hjson: comments and trailing commas pass with those options
+// and only with them; everything else stays strict.
+TEST(JsonReader, DeepSpeedLeniencyTakesCommentsAndTrailingCommas) {
+  const char* doc = R"(# a DeepSpeed config
+{
+  // the batch
+  "train_batch_size": 4096, /* global */
+  "betas": [0.9, 0.999,],
+  "fp16": {"enabled": true,},
+  "url": "http://x/#not-a-comment",
+})";
+  const auto lenient = clbo::deepspeed_json_options();
+  const json j = parse_json(doc, "ds.json", lenient);
+  EXPECT_EQ(j["train_batch_size"], 4096);
+  EXPECT_EQ(j["betas"].size(), 2u);
+  EXPECT_EQ(j["fp16"]["enabled"], true);
+  EXPECT_EQ(j["url"], "http://x/#not-a-comment");
+  EXPECT_THROW(parse_json(doc, "ds.json"), InputError);  // clbo's own files stay strict
+  EXPECT_THROW(parse_json("[1,]", "t.json"), InputError);
+  EXPECT_THROW(parse_json("{\"a\": 1} // c", "t.json"), InputError);
+  for (const char* bad : {"[1,,]", "[,]", "{,}", "{\"a\": 1,,}", "[1 /* open", "/ 1", "[1] x"})
+    EXPECT_THROW(parse_json(bad, "bad.json", lenient), InputError) << bad;
+  EXPECT_TRUE(
+      has(error_of([&] { parse_json("{\"a\": 1, /* x", "c.json", lenient); }), "no closing */"));
+}
+
 TEST(JsonReader, ExcerptsAreBounded) {
   json big = json::array();
   for (int i = 0; i < 100000; ++i) big.push_back(i);

@@ -134,6 +134,40 @@ TEST(TrainExperiment, EpochsBecomeSteps) {
   EXPECT_EQ(parse_experiment(j, "e.json", 960).steps, 25);
 }
 
+// A whole DeepSpeed config stands for the runs (its optimizer beside the uncompressed twin),
+// the batch on the experiment's workers by DeepSpeed's rule, and the scheduler's run length;
+// what the trainer does not model is a warning naming it.
+TEST(TrainExperiment, AWholeDeepSpeedConfigStandsForRunsBatchAndLength) {
+  const json ds = json::parse(R"({"train_batch_size": 512, "gradient_accumulation_steps": 2,
+      "fp16": {"enabled": true},
+      "optimizer": {"type": "OneBitLamb", "params": {"lr": 0.01, "freeze_step": 5}},
+      "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 30}}})");
+  const json j = {{"model", "mlp_small"}, {"workers", 4}, {"ds_config", ds}};
+  const ExperimentSpec s = parse_experiment(j, "exp.json");
+  ASSERT_EQ(s.runs.size(), 2u);
+  EXPECT_EQ(s.runs[0].optimizer.type_name(), "Lamb");
+  EXPECT_EQ(s.runs[1].optimizer.type_name(), "OneBitLamb");
+  EXPECT_EQ(s.runs[1].baseline, "Lamb");
+  EXPECT_EQ(s.batch_size, 512);
+  EXPECT_EQ(s.micro_batch, 64);  // 512 / (2 accumulation steps × 4 workers)
+  EXPECT_EQ(s.steps, 30);
+  EXPECT_EQ(s.config, j);
+  std::string all;
+  for (const auto& w : s.warnings) all += w + "\n";
+  EXPECT_TRUE(contains(all, "ds_config.fp16.enabled is not modelled by clbo train")) << all;
+  EXPECT_TRUE(contains(all, "ds_config.scheduler (WarmupDecayLR)")) << all;
+
+  json bad = j;
+  bad["ds_config"]["zero_optimization"] = {{"stage", 1}};
+  EXPECT_TRUE(contains(parse_error(bad), "ds_config.zero_optimization.stage"));
+  bad = j;
+  bad["workers"] = 3;  // 512 is not a multiple of 2 × 3
+  EXPECT_TRUE(contains(parse_error(bad), "ds_config.train_batch_size"));
+  bad = j;
+  bad["batch_size"] = 256;
+  EXPECT_TRUE(contains(parse_error(bad), "ds_config sets this"));
+}
+
 TEST(TrainLrSchedule, WarmupThenDecay) {
   LrSchedule s;
   s.peak = 1.0;

@@ -12,6 +12,7 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/optim/optimizer.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/schedule/schedule.hpp"
 #include "clbo/train/experiment.hpp"
 #include "clbo/train/model.hpp"
@@ -152,6 +153,7 @@ RunSpec read_run(const nlohmann::json& obj, const std::string& file, size_t inde
   r.ignore("optimizer");
   if (!obj.contains("optimizer") || !obj["optimizer"].is_object())
     r.fail("optimizer", "expected a DeepSpeed-style block {\"type\": ..., \"params\": {...}}");
+  require_optimizer_block(obj["optimizer"], file, prefix + ".optimizer", "\"ds_config\"");
   run.optimizer = parse_optimizer_config(obj["optimizer"], file, prefix + ".optimizer");
   const std::string type = run.optimizer.type_name();
   const nlohmann::json params = obj["optimizer"].value("params", nlohmann::json::object());
@@ -202,10 +204,67 @@ RunSpec read_run(const nlohmann::json& obj, const std::string& file, size_t inde
   return run;
 }
 
+// The experiment with a whole DeepSpeed config's settings written out as the experiment's
+// own fields, so it goes through the one parse path: its optimizer beside the uncompressed
+// twin (the baseline), the batch on `workers` GPUs by DeepSpeed's rule, and its scheduler's
+// run length unless the experiment gives one.
+nlohmann::json with_deepspeed_config(const nlohmann::json& j, const DeepSpeedConfig& ds,
+                                     const std::string& file) {
+  nlohmann::json out = j;
+  out.erase("ds_config");
+  const std::pair<const char*, const char*> owned[] = {
+      {"runs", "its optimizer block, beside the uncompressed twin as the baseline"},
+      {"batch_size", "train_batch_size"},
+      {"micro_batch", "train_micro_batch_size_per_gpu"}};
+  for (const auto& [key, there] : owned)
+    if (j.contains(key))
+      throw InputError(file, key, json_excerpt(j[key], 60),
+                       fmt::format("ds_config sets this ({}); change it there or leave ds_config "
+                                   "out",
+                                   there));
+  // The workers are the experiment's, else the GPU count the three batch fields imply.
+  int64_t workers = 1;
+  std::string where = "workers = 1 (the default)";
+  if (j.contains("workers")) {
+    workers = json_int64(j["workers"], file, "workers", 1, kMaxWorkers);
+    where = fmt::format("workers = {}", workers);
+  } else if (const auto w = ds.batch.implied_world_size()) {
+    workers = *w;
+    where = fmt::format("{} workers (train_batch_size / (micro-batch × accumulation))", workers);
+    out["workers"] = workers;
+  }
+  const DeepSpeedBatch::Resolved b = ds.batch.resolve(workers, where);
+  out["batch_size"] = b.micro_batch * b.grad_acc * workers;
+  out["micro_batch"] = b.micro_batch;
+  if (!j.contains("steps") && !j.contains("epochs") && ds.total_steps)
+    out["steps"] = *ds.total_steps;
+  nlohmann::json runs = nlohmann::json::array();
+  if (ds.baseline)
+    runs.push_back({{"label", ds.baseline->type_name()}, {"optimizer", to_json(*ds.baseline)}});
+  nlohmann::json run = {{"label", ds.optimizer.type_name()}, {"optimizer", to_json(ds.optimizer)}};
+  if (ds.baseline) run["baseline"] = ds.baseline->type_name();
+  runs.push_back(std::move(run));
+  out["runs"] = std::move(runs);
+  return out;
+}
+
 }  // namespace
 
 ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file,
                                 size_t train_examples) {
+  if (j.is_object() && j.contains("ds_config")) {
+    const DeepSpeedConfig ds = resolve_deepspeed_config(j["ds_config"], file, "ds_config");
+    ExperimentSpec s = parse_experiment(with_deepspeed_config(j, ds, file), file, train_examples);
+    s.config = j;
+    // The transport does not change the numbers (the --backend flag picks it); the rest that
+    // the trainer does not model is named.
+    std::vector<std::string> w;
+    for (const std::string& x : ds.warnings) w.push_back(fmt::format("{}: {}", ds.file, x));
+    for (const std::string& x : deepspeed_fields_ignored_by(ds, {"batch", "backend"}, "clbo train"))
+      w.push_back(fmt::format("{}: {}", ds.file, x));
+    s.warnings.insert(s.warnings.begin(), w.begin(), w.end());
+    return s;
+  }
   ExperimentSpec s;
   s.file = file;
   s.config = j;

@@ -23,10 +23,20 @@ namespace clbo {
 struct JsonReadOptions {
   size_t max_depth = 64;                 // nested arrays and objects
   size_t max_bytes = size_t{256} << 20;  // a file larger than this is refused before reading
-  // Leniencies belong here as flags (for example hjson's comments and trailing commas for
-  // DeepSpeed configs); the parser has one place for each: skip_space() for comments, and
-  // the "," handling of parse_array / parse_object for trailing commas.
+  // hjson's leniencies, which DeepSpeed's config reader accepts (its own tutorials' configs
+  // carry them): `#`, `//` and `/* */` comments, and a ',' before a closing '}' or ']'.
+  // Off for clbo's own files, so a stray comma there still names its line.
+  bool comments = false;
+  bool trailing_commas = false;
 };
+
+// The options DeepSpeed configs are read with.
+inline JsonReadOptions deepspeed_json_options() {
+  JsonReadOptions o;
+  o.comments = true;
+  o.trailing_commas = true;
+  return o;
+}
 
 // Parses a whole document; `where` names the source (a path, "<preset x>") in errors.
 nlohmann::json parse_json(std::string_view text, const std::string& where,

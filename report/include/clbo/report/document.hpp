@@ -38,6 +38,10 @@ struct Document {
 std::string render_markdown(const Document& doc);
 std::string render_tex(const Document& doc);
 std::string render_csv(const Table& table);
+// One table alone: Markdown (no heading), or plain text for a terminal, each column as wide
+// as its widest cell (nothing is cut), numbers right-aligned where right_align says so.
+std::string render_markdown_table(const Table& table);
+std::string render_text(const Table& table);
 
 // "Volume per optimizer" -> "volume-per-optimizer".
 std::string slug(const std::string& text);

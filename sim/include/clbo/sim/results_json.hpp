@@ -1,8 +1,7 @@
 // The results document of `clbo simulate` (schema clbo.simulate/1, results/SCHEMA.md): its
 // config, the environment and inputs, one run per (point, optimizer) in that order, and
 // timing. Provenance is structural: numbers under "simulated" come from the simulation,
-// under "timing" they are host time. Also the table the command prints, and the helpers
-// that place and compare results files.
+// under "timing" they are host time. (What `clbo simulate` prints is apps/sim/results_formats.hpp.)
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -33,8 +32,5 @@ void add_baseline_ratios(nlohmann::json& run, const nlohmann::json& baseline_run
 nlohmann::json results_document(const nlohmann::json& spec_json, const std::string& file,
                                 const ExperimentSpec& spec, nlohmann::json runs,
                                 nlohmann::json group_timing, double wall_s);
-
-// The table printed at the end of a run (plain text, one row per run).
-std::string results_table(const nlohmann::json& results);
 
 }  // namespace clbo::sim

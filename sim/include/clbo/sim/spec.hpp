@@ -19,6 +19,7 @@
 //      "target_rounds": 48,
 //      "implementation": "clbo"|"deepspeed"|["deepspeed", "clbo"],  // the first is primary
 //      "launch_us": 10, "host_sync_us": 10,       // host costs of the deepspeed profile
+//      "ds_config": "<ds_config.json>"|{...},   // instead of optimizers, batch, backend, dtype
 //      "rows": [{"cluster": ..., "gpus": ..., "micro_batch": ..., "batch_size": ...,
 //                "paper": {...}, "paper_source": "..."}]  // points instead of clusters × gpus
 //    }}
@@ -29,11 +30,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "clbo/core/schedule.hpp"
 #include "clbo/schedule/config.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/expansion/options.hpp"
 #include "clbo/sim/kernel_model.hpp"
@@ -79,7 +82,12 @@ struct ExperimentSpec {
   std::vector<Implementation> implementations = {Implementation::kClbo};
   SessionOptions session;
   std::map<std::string, ComputeProfile> compute;  // user-measured profiles by GPU
-  std::vector<std::string> warnings;              // phases the run never reaches
+  // "ds_config": a whole DeepSpeed config standing for the optimizers (its optimizer and
+  // the uncompressed twin as baseline), the batch (DeepSpeed's rule at each GPU count), the
+  // backend, the gradient dtype and, unless total_steps is given, the run length.
+  std::optional<DeepSpeedConfig> deepspeed;
+  // Phases the run never reaches, and the ds_config fields that are not modelled.
+  std::vector<std::string> warnings;
 
   // The compute profile of a cluster's GPU: the experiment's measured one, else the
   // workload's (its own profile, from FLOPs, or scaled).

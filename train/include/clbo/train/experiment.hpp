@@ -62,6 +62,13 @@ struct ExperimentSpec {
 // run's optimizer is constructed once on a 2-tensor layout), a freeze or variance-freeze
 // step of 0 or a SLAMB sync interval at least as long as the run, unknown fields, baselines
 // naming no run. `train_examples` turns "epochs" into steps.
+//
+// "ds_config" (a path or an object) is a whole DeepSpeed config that stands for the runs (its
+// optimizer beside the uncompressed twin as baseline), batch_size and micro_batch (DeepSpeed's
+// rule on `workers` GPUs; without workers, the GPU count its three batch fields imply, else 1)
+// and, without steps or epochs, the run length (its scheduler's total_num_steps). Its fields
+// the trainer does not model (fp16, the scheduler's learning rates, ZeRO stage > 0 with a
+// plain optimizer, ...) become warnings.
 ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file,
                                 size_t train_examples = 60000);
 ExperimentSpec load_experiment(const std::string& path, size_t train_examples = 60000);
