@@ -24,6 +24,7 @@
 #include "clbo/core/results.hpp"
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/schedule/config.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "cli.hpp"
 #include "cli_integer.hpp"
 #include "demo_problem.hpp"
@@ -90,18 +91,13 @@ std::vector<json> demo_blocks(const DemoArgs& a) {
   };
 }
 
-std::string baseline_of(const std::string& type) {
-  if (type == "OneBitAdam" || type == "ZeroOneAdam") return "Adam";
-  if (type == "OneBitLamb" || type == "Slamb") return "Lamb";
-  return "";
-}
-
 RunResult run_one(const json& block, const demo::RegressionProblem& problem, const DemoArgs& a) {
   RunResult res;
   const OptimizerConfig parsed = parse_optimizer_config(block, "<demo>");
   res.config = to_json(parsed);
   res.type = parsed.type_name();
-  res.baseline = baseline_of(res.type);
+  const auto twin = uncompressed_twin(parsed);
+  res.baseline = twin ? twin->type_name() : "";
   const std::vector<float> theta0 = problem.initial_params();
   res.initial_loss = problem.loss(theta0.data());
   const size_t p = static_cast<size_t>(a.ranks);
