@@ -224,8 +224,8 @@ void kernel_tables(Document& doc, const ResultsStore& store) {
     any = true;
   }
   if (!any)
-    doc.paragraph("Kernel roofline fractions: no clbo.bench.kernels results under " +
-                  store.dir() + " (run `clbo bench kernels -o " + store.dir() + "/bench`).");
+    doc.paragraph("Kernel roofline fractions: no clbo.bench.kernels results under " + store.dir() +
+                  " (run `clbo bench kernels -o " + store.dir() + "/bench`).");
 }
 
 // The first of the dotted paths the row has as a number ("time_us", or an out-of-place half

@@ -167,15 +167,14 @@ TEST_F(PaperDocumentTest, SummaryTablesComeFromWhateverResultsExist) {
   EXPECT_NE(md.find("| BM_compress_fused/16777216 | 20.125 | 8.50 | 0.910 |"), std::string::npos)
       << md;
   // clbo.bench.kernels/2 is Google Benchmark's own JSON, clbo's record under context.clbo.
-  write_json("results/bench/kernels-cpu.json",
-             {{"schema", "clbo.bench.kernels/2"},
-              {"context", {{"clbo", {{"measured", true}}}}},
-              {"benchmarks",
-               {{{"name", "BM_unpack_scale/16777216"},
-                 {"run_type", "iteration"},
-                 {"min_bytes_per_elem", 4.125},
-                 {"bytes_per_second", 9.0e9},
-                 {"frac_of_copy_bw", 0.5}}}}});
+  write_json("results/bench/kernels-cpu.json", {{"schema", "clbo.bench.kernels/2"},
+                                                {"context", {{"clbo", {{"measured", true}}}}},
+                                                {"benchmarks",
+                                                 {{{"name", "BM_unpack_scale/16777216"},
+                                                   {"run_type", "iteration"},
+                                                   {"min_bytes_per_elem", 4.125},
+                                                   {"bytes_per_second", 9.0e9},
+                                                   {"frac_of_copy_bw", 0.5}}}}});
   const std::string v2 = render_markdown(summary_document(ResultsStore::load(path("results"))));
   EXPECT_NE(v2.find("| BM_unpack_scale/16777216 | 4.125 | 9.00 | 0.500 |"), std::string::npos)
       << v2;
