@@ -3,6 +3,7 @@
 // LaTeX or CSV. It reads results only and
 // never reruns anything; every file is written only after every claim evaluated cleanly.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 #include <memory>
@@ -46,10 +47,8 @@ int run_report(const ReportArgs& a) {
     return 0;
   }
   if (!out.specs_skipped.empty()) {
-    std::string names;
-    for (const auto& n : out.specs_skipped) names += (names.empty() ? "" : ", ") + n;
     fmt::print("skipped {} specs whose results are not under {}: {}\n", out.specs_skipped.size(),
-               a.results_dir, names);
+               a.results_dir, fmt::join(out.specs_skipped, ", "));
   }
   const Counts& c = out.counts;
   fmt::print("{} rows: {} within the target band, {} outside, {} not computed, {} without a band\n",

@@ -1,6 +1,7 @@
 #include "clbo/schedule/deepspeed_config.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -359,15 +360,15 @@ bool is_whole_deepspeed_config(const nlohmann::json& doc) {
 void require_optimizer_block(const nlohmann::json& block, const std::string& file,
                              const std::string& field, const std::string& instead) {
   if (!is_whole_deepspeed_config(block)) return;
-  std::string others;
+  std::vector<std::string> others;
   for (auto it = block.begin(); it != block.end(); ++it)
-    if (it.key() != "optimizer") others += (others.empty() ? "" : ", ") + it.key();
+    if (it.key() != "optimizer") others.push_back(it.key());
   if (others.empty()) return;
   throw InputError(file, field, json_excerpt(block, 80),
                    fmt::format("a whole DeepSpeed config, of which only the optimizer block "
                                "would be read here (its {} would be ignored); give the config "
                                "as {}, or only its optimizer block",
-                               others, instead));
+                               fmt::join(others, ", "), instead));
 }
 
 DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& cfg, const std::string& file,

@@ -1,6 +1,7 @@
 #include "clbo/sim/gpu.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
@@ -53,9 +54,9 @@ const std::vector<GpuInfo>& preset_infos() {
 }
 
 std::string preset_list() {
-  std::string list;
-  for (const auto& p : presets()) list += (list.empty() ? "" : ", ") + p.aliases.front();
-  return list;
+  std::vector<std::string> names;
+  for (const auto& p : presets()) names.push_back(p.aliases.front());
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 double figure(ConfigReader& r, const std::string& key, double hi) {
