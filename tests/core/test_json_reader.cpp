@@ -8,29 +8,16 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/json_reader.hpp"
+#include "clbo_test/rejection.hpp"
 
 namespace {
 
 using clbo::ConfigReader;
 using clbo::InputError;
 using clbo::parse_json;
+using clbo::test::contains;
+using clbo::test::rejection_message;
 using nlohmann::json;
-
-// The message of the InputError that `f` throws.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST(JsonReader, ReadsWhatNlohmannReads) {
   const char* doc =
@@ -48,15 +35,16 @@ TEST(JsonReader, ReadsWhatNlohmannReads) {
 
 TEST(JsonReader, DuplicateKeysNameBothOccurrences) {
   const std::string msg =
-      error_of([] { parse_json("{\"p\": {\"k\": 1,\n  \"k\": 2}}", "dup.json"); });
-  EXPECT_TRUE(has(msg, "dup.json: field 'p.k' = 2")) << msg;
-  EXPECT_TRUE(has(msg, "first at line 1, column 8 (= 1), again at line 2, column 3")) << msg;
+      rejection_message([] { parse_json("{\"p\": {\"k\": 1,\n  \"k\": 2}}", "dup.json"); });
+  EXPECT_TRUE(contains(msg, "dup.json: field 'p.k' = 2")) << msg;
+  EXPECT_TRUE(contains(msg, "first at line 1, column 8 (= 1), again at line 2, column 3")) << msg;
 }
 
 TEST(JsonReader, NestingIsBounded) {
   EXPECT_NO_THROW(parse_json(std::string(64, '[') + std::string(64, ']'), "ok.json"));
-  const std::string msg = error_of([] { parse_json(std::string(100000, '['), "deep.json"); });
-  EXPECT_TRUE(has(msg, "nest deeper than 64 levels")) << msg;
+  const std::string msg =
+      rejection_message([] { parse_json(std::string(100000, '['), "deep.json"); });
+  EXPECT_TRUE(contains(msg, "nest deeper than 64 levels")) << msg;
   EXPECT_LT(msg.size(), 1000u);
   clbo::JsonReadOptions shallow;
   shallow.max_depth = 2;
@@ -64,8 +52,8 @@ TEST(JsonReader, NestingIsBounded) {
 }
 
 TEST(JsonReader, SyntaxErrorsNamePathLineAndColumn) {
-  const std::string msg = error_of([] { parse_json("{\"a\": [1,\n 2 3]}", "s.json"); });
-  EXPECT_TRUE(has(msg, "s.json: field 'a' = '3]}': invalid JSON at line 2, column 4")) << msg;
+  const std::string msg = rejection_message([] { parse_json("{\"a\": [1,\n 2 3]}", "s.json"); });
+  EXPECT_TRUE(contains(msg, "s.json: field 'a' = '3]}': invalid JSON at line 2, column 4")) << msg;
   for (const char* bad : {"",
                           "  ",
                           "[1,]",
@@ -114,8 +102,8 @@ TEST(JsonReader, DeepSpeedLeniencyTakesCommentsAndTrailingCommas) {
   EXPECT_THROW(parse_json("{\"a\": 1} // c", "t.json"), InputError);
   for (const char* bad : {"[1,,]", "[,]", "{,}", "{\"a\": 1,,}", "[1 /* open", "/ 1", "[1] x"})
     EXPECT_THROW(parse_json(bad, "bad.json", lenient), InputError) << bad;
-  EXPECT_TRUE(
-      has(error_of([&] { parse_json("{\"a\": 1, /* x", "c.json", lenient); }), "no closing */"));
+  EXPECT_TRUE(contains(rejection_message([&] { parse_json("{\"a\": 1, /* x", "c.json", lenient); }),
+                       "no closing */"));
 }
 
 TEST(JsonReader, ExcerptsAreBounded) {
@@ -129,18 +117,19 @@ TEST(JsonReader, ExcerptsAreBounded) {
   EXPECT_EQ(clbo::json_excerpt(json("short")), "\"short\"");
   const InputError err("f", "k", std::string(10000, 'v'), "why");
   EXPECT_LT(std::string(err.what()).size(), clbo::kMaxEchoedChars + 100);
-  EXPECT_TRUE(has(err.what(), "(10000 bytes in all)"));
+  EXPECT_TRUE(contains(err.what(), "(10000 bytes in all)"));
 }
 
 TEST(JsonReader, FilesThatAreNotRegularAreRefused) {
-  EXPECT_TRUE(has(error_of([] { clbo::load_json_file("/"); }), "is a directory"));
-  EXPECT_TRUE(has(error_of([] { clbo::load_json_file("/dev/null"); }), "a character device"));
-  EXPECT_TRUE(has(error_of([] { clbo::load_json_file("/nonexistent/x.json"); }),
-                  "cannot open: No such file or directory"));
-  const std::string named = error_of([] {
+  EXPECT_TRUE(contains(rejection_message([] { clbo::load_json_file("/"); }), "is a directory"));
+  EXPECT_TRUE(
+      contains(rejection_message([] { clbo::load_json_file("/dev/null"); }), "a character device"));
+  EXPECT_TRUE(contains(rejection_message([] { clbo::load_json_file("/nonexistent/x.json"); }),
+                       "cannot open: No such file or directory"));
+  const std::string named = rejection_message([] {
     clbo::load_json_file_named_by("/nonexistent/k.json", "exp.json", "simulate.kernel_bench");
   });
-  EXPECT_TRUE(has(named, "exp.json: field 'simulate.kernel_bench' = \"/nonexistent/k.json\""))
+  EXPECT_TRUE(contains(named, "exp.json: field 'simulate.kernel_bench' = \"/nonexistent/k.json\""))
       << named;
 }
 
@@ -150,22 +139,26 @@ TEST(ConfigReaderIntegers, AreReadAsWrittenAndRangeChecked) {
                   {"text", "7"}};
   ConfigReader r(j, "c.json");
   EXPECT_EQ(r.integer<int64_t>("wraps", 0, 0, int64_t{1} << 40), 4294967300);
-  EXPECT_TRUE(has(error_of([&] { r.integer<int>("wraps", 0, 0, 1 << 20); }),
-                  "field 'wraps' = 4294967300: must be in [0, 1048576]"));
-  EXPECT_TRUE(has(error_of([&] { r.integer<uint64_t>("neg", 0, 0, UINT64_MAX); }),
-                  "field 'neg' = -1: must be in [0, 18446744073709551615]"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.integer<int>("wraps", 0, 0, 1 << 20); }),
+                       "field 'wraps' = 4294967300: must be in [0, 1048576]"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.integer<uint64_t>("neg", 0, 0, UINT64_MAX); }),
+                       "field 'neg' = -1: must be in [0, 18446744073709551615]"));
   EXPECT_EQ(r.integer<uint64_t>("big", 0, 0, UINT64_MAX), UINT64_MAX);
-  EXPECT_TRUE(has(error_of([&] { r.integer<int64_t>("big", 0, 0, INT64_MAX); }), "must be in"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.integer<int64_t>("big", 0, 0, INT64_MAX); }),
+                       "must be in"));
   EXPECT_EQ(r.integer<int>("float_int", 0, 0, 1 << 20), 1000000);
-  EXPECT_TRUE(has(error_of([&] { r.integer<int>("fraction", 0, 0, 10); }), "expected an integer"));
-  EXPECT_TRUE(has(error_of([&] { r.integer<int64_t>("huge_float", 0, 0, INT64_MAX); }),
-                  "field 'huge_float' = 1e+30: must be in"));
-  EXPECT_TRUE(has(error_of([&] { r.integer<int>("text", 0, 0, 10); }), "expected an integer"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.integer<int>("fraction", 0, 0, 10); }),
+                       "expected an integer"));
+  EXPECT_TRUE(
+      contains(rejection_message([&] { r.integer<int64_t>("huge_float", 0, 0, INT64_MAX); }),
+               "field 'huge_float' = 1e+30: must be in"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.integer<int>("text", 0, 0, 10); }),
+                       "expected an integer"));
   EXPECT_EQ(r.integers<int>("absent", {3, 4}, 1, 9), (std::vector<int>{3, 4}));
   const json arr = {{"gpus", {1, 8, 4294967300}}};
   ConfigReader a(arr, "c.json", "simulate");
-  EXPECT_TRUE(has(error_of([&] { a.integers<int>("gpus", {}, 1, 1 << 20); }),
-                  "field 'simulate.gpus[2]' = 4294967300"));
+  EXPECT_TRUE(contains(rejection_message([&] { a.integers<int>("gpus", {}, 1, 1 << 20); }),
+                       "field 'simulate.gpus[2]' = 4294967300"));
 }
 
 TEST(ConfigReaderFp32, RejectsValuesThatOverflowOrVanishInFloat) {
@@ -176,13 +169,17 @@ TEST(ConfigReaderFp32, RejectsValuesThatOverflowOrVanishInFloat) {
                   {"max", static_cast<double>(FLT_MAX)},
                   {"betas", {0.9, 0.99999999999}}};
   ConfigReader r(j, "c.json", "params");
+  EXPECT_TRUE(contains(rejection_message([&] { r.fp32_number("big", 0); }),
+                       "params.big' = 1e+39: overflows fp32"));
   EXPECT_TRUE(
-      has(error_of([&] { r.fp32_number("big", 0); }), "params.big' = 1e+39: overflows fp32"));
-  EXPECT_TRUE(has(error_of([&] { r.fp32_number("tiny", 0); }), "smallest normal fp32"));
+      contains(rejection_message([&] { r.fp32_number("tiny", 0); }), "smallest normal fp32"));
   EXPECT_EQ(r.fp32_number("ok", 0), 1e-30);
   EXPECT_EQ(r.fp32_number("zero", 1), 0.0);
   EXPECT_EQ(r.fp32_number("max", 0), static_cast<double>(FLT_MAX));
-  EXPECT_TRUE(has(error_of([&] { r.betas("betas", {0.9, 0.999}); }), "rounds to 1 in fp32"));
+  EXPECT_TRUE(contains(rejection_message([&] {
+                         r.betas("betas", {0.9, 0.999});
+                       }),
+                       "rounds to 1 in fp32"));
 }
 
 TEST(ConfigReaderStrings, StringArrayAndObjectAccessors) {
@@ -190,13 +187,14 @@ TEST(ConfigReaderStrings, StringArrayAndObjectAccessors) {
   ConfigReader r(j, "c.json");
   EXPECT_EQ(r.string("s", ""), "x");
   EXPECT_EQ(r.string("absent", "d"), "d");
-  EXPECT_TRUE(has(error_of([&] { r.string("n", ""); }), "expected a string"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.string("n", ""); }), "expected a string"));
   EXPECT_EQ(r.array("a", true).size(), 1u);
-  EXPECT_TRUE(has(error_of([&] { r.array("e", false); }), "expected a non-empty array"));
-  EXPECT_TRUE(has(error_of([&] { r.array("missing", true); }), "required"));
+  EXPECT_TRUE(
+      contains(rejection_message([&] { r.array("e", false); }), "expected a non-empty array"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.array("missing", true); }), "required"));
   EXPECT_EQ(r.object("o", true)["k"], 1);
   EXPECT_TRUE(r.object("absent_object", false).empty());
-  EXPECT_TRUE(has(error_of([&] { r.object("s", false); }), "expected an object"));
+  EXPECT_TRUE(contains(rejection_message([&] { r.object("s", false); }), "expected an object"));
 }
 
 }  // namespace

@@ -3,13 +3,13 @@
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/names.hpp"
-
-#include <functional>
+#include "clbo_test/rejection.hpp"
 
 namespace {
 
 using clbo::ConfigReader;
 using clbo::InputError;
+using clbo::test::rejection_message;
 using nlohmann::json;
 
 enum class Color { kRed, kGreen, kBlue, kInternal };
@@ -17,15 +17,6 @@ constexpr auto kColorNames = clbo::name_table<Color>({{Color::kRed, "red"},
                                                       {Color::kGreen, "green"},
                                                       {Color::kBlue, "blue"},
                                                       {Color::kInternal, "internal"}});
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Names, PrintAndFindAreInverse) {
   static_assert(kColorNames.name(Color::kBlue) == std::string_view("blue"));
@@ -48,7 +39,7 @@ TEST(Names, ConfigChoiceReadsAnEnum) {
 TEST(Names, AllowedSubsetHidesInternalValues) {
   json j = {{"a", "internal"}};
   ConfigReader r(j, "c.json", "p");
-  const std::string msg = error_of([&] {
+  const std::string msg = rejection_message([&] {
     r.choice("a", Color::kRed, kColorNames, {Color::kRed, Color::kBlue});
   });
   EXPECT_NE(msg.find("p.a"), std::string::npos) << msg;
@@ -59,7 +50,7 @@ TEST(Names, AllowedSubsetHidesInternalValues) {
 TEST(Names, UnknownSpellingSuggestsTheNearest) {
   json j = {{"a", "gren"}};
   ConfigReader r(j, "c.json", "p");
-  const std::string msg = error_of([&] { r.choice("a", Color::kRed, kColorNames); });
+  const std::string msg = rejection_message([&] { r.choice("a", Color::kRed, kColorNames); });
   EXPECT_NE(msg.find("c.json"), std::string::npos) << msg;
   EXPECT_NE(msg.find("gren"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean 'green'"), std::string::npos) << msg;
@@ -68,11 +59,11 @@ TEST(Names, UnknownSpellingSuggestsTheNearest) {
 TEST(Names, RequiredChoiceNamesTheChoices) {
   json j = {{"a", nullptr}};
   ConfigReader r(j, "c.json", "p");
-  const std::string absent = error_of([&] { r.required_choice("missing", kColorNames); });
+  const std::string absent = rejection_message([&] { r.required_choice("missing", kColorNames); });
   EXPECT_NE(absent.find("p.missing"), std::string::npos) << absent;
   EXPECT_NE(absent.find("required: one of red, green, blue, internal"), std::string::npos)
       << absent;
-  const std::string null = error_of([&] {
+  const std::string null = rejection_message([&] {
     r.required_choice("a", kColorNames, {Color::kGreen, Color::kBlue});
   });
   EXPECT_NE(null.find("required: one of green, blue"), std::string::npos) << null;

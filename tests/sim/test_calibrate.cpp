@@ -81,9 +81,11 @@ TEST(Calibrate, RecoversTheParametersASimulationOfThemProduced) {
   EXPECT_EQ(r.preset["calibration"]["residuals"].size(), ms.size());
   // The preset reads back as a cluster and reproduces its own residuals.
   const double again = simulated_ms(r.preset, 16, 64e6);
-  for (const auto& row : r.preset["calibration"]["residuals"])
-    if (row["gpus"] == 16 && row["setting"].get<std::string>().find("64 MB") != std::string::npos)
+  for (const auto& row : r.preset["calibration"]["residuals"]) {
+    if (row["gpus"] == 16 && row["setting"].get<std::string>().find("64 MB") != std::string::npos) {
       EXPECT_NEAR(row["simulated"].get<double>(), again, 1e-9 * again);
+    }
+  }
 }
 
 TEST(Calibrate, AFitListFitsExactlyThoseAndAPoorFitIsAWarning) {

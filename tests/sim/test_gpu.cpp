@@ -4,13 +4,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 
 #include "clbo/core/error.hpp"
 #include "clbo/sim/gpu.hpp"
 #include "clbo/sim/results_json.hpp"
 #include "clbo/sim/spec.hpp"
 #include "clbo/sim/workload.hpp"
+#include "clbo_test/rejection.hpp"
 #include "sim_test_util.hpp"
 
 using namespace clbo;
@@ -18,23 +18,12 @@ using namespace clbo::sim;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using clbo::test::contains;
+using clbo::test::rejection_message;
 
 // A 2-node cluster with one GPU per node, the GPU as given.
 nlohmann::json cluster_with(nlohmann::json gpu) {
-  nlohmann::json c = test::small_cluster_json(2, 1);
+  nlohmann::json c = sim::test::small_cluster_json(2, 1);
   c["name"] = "two";
   c["gpu"] = std::move(gpu);
   return c;
@@ -58,7 +47,8 @@ const nlohmann::json kProfile = {{"fwd_per_sample_ms", 1.0},
 
 nlohmann::json experiment_on(nlohmann::json cluster, nlohmann::json workload = "bert-base-seq128",
                              nlohmann::json extra = nlohmann::json::object()) {
-  nlohmann::json e = test::small_experiment({test::opt("Adam", "Adam", {{"lr", 1e-4}})}, 1, 2, 1);
+  nlohmann::json e =
+      sim::test::small_experiment({sim::test::opt("Adam", "Adam", {{"lr", 1e-4}})}, 1, 2, 1);
   e["simulate"]["clusters"] = {std::move(cluster)};
   e["simulate"]["workload"] = std::move(workload);
   e["simulate"]["micro_batch"] = 4;
@@ -74,34 +64,35 @@ TEST(Gpu, NewPresetsCarryDenseDatasheetFiguresAndTheirSources) {
   EXPECT_DOUBLE_EQ(b.fp16_tflops, 2250);  // 4.5 PFLOPS with sparsity, halved
   EXPECT_DOUBLE_EQ(b.hbm_TBps, 7.7);
   EXPECT_EQ(b.hbm_source, "preset B200: docs/reference/published.md §5.6 row 7");
-  EXPECT_TRUE(has(b.fp16_source, "dense"));
+  EXPECT_TRUE(contains(b.fp16_source, "dense"));
   const GpuInfo& m = gpu_info("MI300X", "t", "gpu");
   EXPECT_DOUBLE_EQ(m.fp16_tflops, 1307.4);
   EXPECT_DOUBLE_EQ(m.hbm_TBps, 5.3);
-  EXPECT_TRUE(has(m.fp16_source, "§5.6 row 8"));
+  EXPECT_TRUE(contains(m.fp16_source, "§5.6 row 8"));
   EXPECT_FALSE(b.unrecorded_preset);
   EXPECT_TRUE(gpu_info("H100", "t", "gpu").unrecorded_preset);
   for (const std::string& n : gpu_names()) {
     const GpuInfo& g = gpu_info(n, "t", "gpu");
     EXPECT_GT(g.fp16_tflops, 0) << n;
     EXPECT_GT(g.hbm_TBps, 0) << n;
-    EXPECT_TRUE(has(g.hbm_source, "docs/reference/published.md §5.6 row ")) << n;
+    EXPECT_TRUE(contains(g.hbm_source, "docs/reference/published.md §5.6 row ")) << n;
   }
   EXPECT_EQ(canonical_gpu_name("A100"), "A100-SXM4-80GB");
   EXPECT_EQ(canonical_gpu_name("L40S"), "L40S");
 }
 
 TEST(Gpu, AnUnknownNameSaysHowToGiveTheFigures) {
-  const std::string m = message_of([] { gpu_info("B20O", "c.json", "gpu"); });
-  EXPECT_TRUE(has(m, "B200")) << m;  // the nearest preset
-  EXPECT_TRUE(has(m, "\"fp16_tflops\"")) << m;
-  EXPECT_TRUE(has(m, "\"hbm_TBps\"")) << m;
-  EXPECT_TRUE(has(m, "\"name\": \"L40S\"")) << m;  // an example
+  const std::string m = rejection_message([] { gpu_info("B20O", "c.json", "gpu"); });
+  EXPECT_TRUE(contains(m, "B200")) << m;  // the nearest preset
+  EXPECT_TRUE(contains(m, "\"fp16_tflops\"")) << m;
+  EXPECT_TRUE(contains(m, "\"hbm_TBps\"")) << m;
+  EXPECT_TRUE(contains(m, "\"name\": \"L40S\"")) << m;  // an example
   // In an experiment: the cluster names the GPU, the check happens before anything runs.
-  const std::string e = message_of(
+  const std::string e = rejection_message(
       [] { parse_experiment_spec(experiment_on(cluster_with("RTX-9090")), "exp.json"); });
-  EXPECT_TRUE(has(e, "'gpu'") && has(e, "RTX-9090") && has(e, "unknown GPU type")) << e;
-  EXPECT_TRUE(has(e, "\"hbm_TBps\"")) << e;
+  EXPECT_TRUE(contains(e, "'gpu'") && contains(e, "RTX-9090") && contains(e, "unknown GPU type"))
+      << e;
+  EXPECT_TRUE(contains(e, "\"hbm_TBps\"")) << e;
 }
 
 TEST(Gpu, FiguresGivenByTheUserAreRecordedAsTheirs) {
@@ -115,7 +106,7 @@ TEST(Gpu, FiguresGivenByTheUserAreRecordedAsTheirs) {
   const GpuInfo h = parse_gpu({{"name", "H100"}, {"hbm_TBps", 3.0}}, "c.json", "gpu");
   EXPECT_EQ(h.name, "H100-SXM");
   EXPECT_DOUBLE_EQ(h.fp16_tflops, 989);
-  EXPECT_TRUE(has(h.fp16_source, "preset H100-SXM"));
+  EXPECT_TRUE(contains(h.fp16_source, "preset H100-SXM"));
   EXPECT_EQ(h.hbm_source, "user: c.json");
   EXPECT_FALSE(h.unrecorded_preset);
   EXPECT_EQ(h.to_json()["hbm_TBps_source"], "user: c.json");
@@ -141,11 +132,11 @@ TEST(Gpu, BadFiguresNameTheFieldAndValue) {
     }
   }
   // A user GPU without HBM bandwidth cannot time the compression kernels.
-  const std::string m = message_of([] {
+  const std::string m = rejection_message([] {
     parse_experiment_spec(experiment_on(cluster_with({{"name", "X"}, {"fp16_tflops", 100}})),
                           "exp.json");
   });
-  EXPECT_TRUE(has(m, "HBM bandwidth")) << m;
+  EXPECT_TRUE(contains(m, "HBM bandwidth")) << m;
 }
 
 TEST(Gpu, ScalingToANewGpuFollowsItsDatasheetFigures) {
@@ -155,7 +146,7 @@ TEST(Gpu, ScalingToANewGpuFollowsItsDatasheetFigures) {
   EXPECT_NEAR(b.fwd_per_sample_s / v.fwd_per_sample_s, 125.0 / 2250.0, 1e-12);
   EXPECT_NEAR(b.bwd_floor_s / v.bwd_floor_s, 125.0 / 2250.0, 1e-12);
   EXPECT_NEAR(b.optimizer_s / v.optimizer_s, 0.90 / 7.7, 1e-12);
-  EXPECT_TRUE(has(b.origin, "125 → 2250 TFLOPS")) << b.origin;
+  EXPECT_TRUE(contains(b.origin, "125 → 2250 TFLOPS")) << b.origin;
   // A user's GPU scales the same way from its own figures.
   const ComputeProfile u = w.compute_for(
       parse_gpu({{"name", "L40S"}, {"fp16_tflops", 362}, {"hbm_TBps", 0.864}}, "c.json", "gpu"),
@@ -164,8 +155,8 @@ TEST(Gpu, ScalingToANewGpuFollowsItsDatasheetFigures) {
   EXPECT_EQ(u.gpu, "L40S");
   // Without a peak and without a profile of its own there is nothing to scale by.
   const GpuInfo bare = parse_gpu({{"name", "Mystery"}, {"hbm_TBps", 1.0}}, "c.json", "gpu");
-  const std::string m = message_of([&] { w.compute_for(bare, "c.json", "gpu"); });
-  EXPECT_TRUE(has(m, "fp16_tflops") && has(m, "scaled from V100-SXM2")) << m;
+  const std::string m = rejection_message([&] { w.compute_for(bare, "c.json", "gpu"); });
+  EXPECT_TRUE(contains(m, "fp16_tflops") && contains(m, "scaled from V100-SXM2")) << m;
 }
 
 TEST(Gpu, TheRooflineSplitScalesTheMemoryBoundShareByBandwidth) {
@@ -180,7 +171,7 @@ TEST(Gpu, TheRooflineSplitScalesTheMemoryBoundShareByBandwidth) {
   const double c = 125.0 / 2250.0, m = 0.90 / 7.7;
   EXPECT_NEAR(b.fwd_per_sample_s, 1e-3 * (0.75 * c + 0.25 * m), 1e-15);
   EXPECT_NEAR(b.optimizer_s, 3e-3 * m, 1e-15);
-  EXPECT_TRUE(has(b.origin, "0.25 × ")) << b.origin;
+  EXPECT_TRUE(contains(b.origin, "0.25 × ")) << b.origin;
   EXPECT_DOUBLE_EQ(w.to_json()["memory_bound_fraction"], 0.25);
   j["compute"]["memory_bound_fraction"] = 1.5;
   EXPECT_THROW(parse_workload(j, "w.json"), InputError);
@@ -213,8 +204,8 @@ TEST(Gpu, AMeasuredProfileServesAGpuWithoutAPeak) {
   EXPECT_EQ(g["compute_profile"], "measured: measured on my box");
   // A profile for a GPU that no cluster has and no preset is: a typo.
   exp["simulate"]["compute"] = {{"Mystry", kProfile}};
-  const std::string m = message_of([&] { parse_experiment_spec(exp, "exp.json"); });
-  EXPECT_TRUE(has(m, "simulate.compute.Mystry") && has(m, "Mystery")) << m;
+  const std::string m = rejection_message([&] { parse_experiment_spec(exp, "exp.json"); });
+  EXPECT_TRUE(contains(m, "simulate.compute.Mystry") && contains(m, "Mystery")) << m;
 }
 
 TEST(Gpu, ResultsOfTheEarlierPresetsKeepTheirCommittedForm) {
@@ -229,7 +220,7 @@ TEST(Gpu, ResultsOfTheEarlierPresetsKeepTheirCommittedForm) {
   doc = results_document(exp, "exp.json", s, nlohmann::json::array(), nlohmann::json::array(), 0);
   const nlohmann::json& g = doc["inputs"]["clusters"]["two"]["gpu_figures"];
   EXPECT_EQ(g["hbm_TBps_source"], "preset B200: docs/reference/published.md §5.6 row 7");
-  EXPECT_TRUE(has(g["compute_profile"].get<std::string>(), "scaled from V100-SXM2"));
+  EXPECT_TRUE(contains(g["compute_profile"].get<std::string>(), "scaled from V100-SXM2"));
 }
 
 TEST(Gpu, ATensorsListWorkloadComputesFromFlopsPerSample) {
@@ -242,14 +233,14 @@ TEST(Gpu, ATensorsListWorkloadComputesFromFlopsPerSample) {
   EXPECT_DOUBLE_EQ(p.bwd_per_sample_s, 2 * p.fwd_per_sample_s);
   EXPECT_DOUBLE_EQ(p.fwd_floor_s, 0);
   EXPECT_DOUBLE_EQ(p.optimizer_s, 28.0 * 1001000 / (5.3e12 * 0.85));
-  EXPECT_TRUE(has(p.origin, "from FLOPs (MFU measured)")) << p.origin;
+  EXPECT_TRUE(contains(p.origin, "from FLOPs (MFU measured)")) << p.origin;
   EXPECT_EQ(w.to_json()["from_flops"]["efficiency"], 0.4);
   // A measured profile still wins for its GPU.
   const Workload m = parse_workload(
       tensors_workload({{"from_flops", {{"efficiency", 0.4}}}, {"profiles", {{"B200", kProfile}}}}),
       "w.json");
   EXPECT_DOUBLE_EQ(m.compute_for("B200", "t", "gpu").fwd_per_sample_s, 1e-3);
-  EXPECT_TRUE(has(m.compute_for("H200", "t", "gpu").origin, "from FLOPs"));
+  EXPECT_TRUE(contains(m.compute_for("H200", "t", "gpu").origin, "from FLOPs"));
 }
 
 TEST(Gpu, BadFlopsSettingsNameTheFieldBeforeAnythingRuns) {
@@ -273,14 +264,14 @@ TEST(Gpu, BadFlopsSettingsNameTheFieldBeforeAnythingRuns) {
   }
   nlohmann::json no_flops = tensors_workload({{"from_flops", {{"efficiency", 0.5}}}});
   no_flops.erase("fwd_flops_per_sample");
-  const std::string m = message_of([&] { parse_workload(no_flops, "w.json"); });
-  EXPECT_TRUE(has(m, "'fwd_flops_per_sample'") && has(m, "from_flops")) << m;
+  const std::string m = rejection_message([&] { parse_workload(no_flops, "w.json"); });
+  EXPECT_TRUE(contains(m, "'fwd_flops_per_sample'") && contains(m, "from_flops")) << m;
   // A GPU without a peak cannot turn FLOPs into time.
   const Workload w =
       parse_workload(tensors_workload({{"from_flops", {{"efficiency", 0.5}}}}), "w.json");
   const GpuInfo bare = parse_gpu({{"name", "Mystery"}, {"hbm_TBps", 1.0}}, "c.json", "gpu");
-  const std::string g = message_of([&] { w.compute_for(bare, "c.json", "gpu"); });
-  EXPECT_TRUE(has(g, "fp16_tflops") && has(g, "FLOPs per sample")) << g;
+  const std::string g = rejection_message([&] { w.compute_for(bare, "c.json", "gpu"); });
+  EXPECT_TRUE(contains(g, "fp16_tflops") && contains(g, "FLOPs per sample")) << g;
 }
 
 TEST(Gpu, ALayoutCanBeATensorsFileBesideTheWorkload) {
@@ -295,7 +286,7 @@ TEST(Gpu, ALayoutCanBeATensorsFileBesideTheWorkload) {
   EXPECT_EQ(w.layout.total(), 33u);
   EXPECT_EQ(w.layout[0].shape, (std::vector<int64_t>{4, 8}));
   j["layout"] = "missing.json";
-  const std::string m = message_of([&] { parse_workload(j, (dir / "w.json").string()); });
-  EXPECT_TRUE(has(m, "missing.json")) << m;
+  const std::string m = rejection_message([&] { parse_workload(j, (dir / "w.json").string()); });
+  EXPECT_TRUE(contains(m, "missing.json")) << m;
   std::filesystem::remove_all(dir);
 }

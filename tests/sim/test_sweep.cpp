@@ -11,9 +11,13 @@
 #include "clbo/sim/experiment.hpp"
 #include "clbo/sim/spec.hpp"
 #include "clbo/sim/sweep.hpp"
+#include "clbo_test/rejection.hpp"
 
 namespace clbo::sim {
 namespace {
+
+using clbo::test::contains;
+using clbo::test::rejection_message;
 
 nlohmann::json experiment() {
   return {{"name", "t"},
@@ -24,20 +28,6 @@ nlohmann::json experiment() {
             {"micro_batch", 16},
             {"total_steps", 10},
             {"optimizers", {{{"label", "Adam"}, {"optimizer", {{"type", "Adam"}}}}}}}}};
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 TEST(Sweep, ValuesAreJsonWhereTheyParseAndStringsOtherwise) {
@@ -91,22 +81,22 @@ TEST(Sweep, ClusterFieldsEditEveryClusterInlined) {
 
 TEST(Sweep, UnknownFieldsSuggestTheNearestAndWrongTypesNameTheValue) {
   auto points = sweep_points(experiment(), {parse_set_flag("micro_bach=8")}, "exp.json");
-  std::string msg = message_of([&] { validate_experiment(points[0].doc, "exp.json"); });
-  EXPECT_TRUE(has(msg, "simulate.micro_bach")) << msg;
-  EXPECT_TRUE(has(msg, "did you mean 'micro_batch'")) << msg;
+  std::string msg = rejection_message([&] { validate_experiment(points[0].doc, "exp.json"); });
+  EXPECT_TRUE(contains(msg, "simulate.micro_bach")) << msg;
+  EXPECT_TRUE(contains(msg, "did you mean 'micro_batch'")) << msg;
   points = sweep_points(experiment(), {parse_set_flag("micro_batch=abc")}, "exp.json");
-  msg = message_of([&] { validate_experiment(points[0].doc, "exp.json"); });
-  EXPECT_TRUE(has(msg, "simulate.micro_batch")) << msg;
-  EXPECT_TRUE(has(msg, "abc")) << msg;
+  msg = rejection_message([&] { validate_experiment(points[0].doc, "exp.json"); });
+  EXPECT_TRUE(contains(msg, "simulate.micro_batch")) << msg;
+  EXPECT_TRUE(contains(msg, "abc")) << msg;
   points = sweep_points(experiment(), {parse_set_flag("cluster.nic.cout=2")}, "exp.json");
-  msg = message_of([&] { validate_experiment(points[0].doc, "exp.json"); });
-  EXPECT_TRUE(has(msg, "simulate.clusters[0].nic.cout")) << msg;
-  EXPECT_TRUE(has(msg, "did you mean 'count'")) << msg;
+  msg = rejection_message([&] { validate_experiment(points[0].doc, "exp.json"); });
+  EXPECT_TRUE(contains(msg, "simulate.clusters[0].nic.cout")) << msg;
+  EXPECT_TRUE(contains(msg, "did you mean 'count'")) << msg;
   // A path through a value that is not an object is refused when the point is built.
-  msg = message_of(
+  msg = rejection_message(
       [&] { sweep_points(experiment(), {parse_set_flag("total_steps.x=1")}, "exp.json"); });
-  EXPECT_TRUE(has(msg, "--set")) << msg;
-  EXPECT_TRUE(has(msg, "total_steps.x=1")) << msg;
+  EXPECT_TRUE(contains(msg, "--set")) << msg;
+  EXPECT_TRUE(contains(msg, "total_steps.x=1")) << msg;
 }
 
 TEST(Sweep, FlagsReplaceWhatTheySetAndTheRecordSaysSo) {
@@ -178,7 +168,8 @@ TEST(Sweep, ADsConfigSetsOptimizersBatchBackendDtypeAndLength) {
   EXPECT_EQ(s.points[1].micro_batch, 16);
   // Stating what the config sets is an error naming the field.
   doc["simulate"]["backend"] = "nccl";
-  EXPECT_TRUE(has(message_of([&] { parse_experiment_spec(doc, "exp.json"); }), "simulate.backend"));
+  EXPECT_TRUE(contains(rejection_message([&] { parse_experiment_spec(doc, "exp.json"); }),
+                       "simulate.backend"));
 }
 
 TEST(Sweep, MergedResultsKeepEveryPointsRunsAndSettings) {
