@@ -16,12 +16,16 @@ bridge and TCP stacks really take, measured per run. The htb class has
            66 KB; bulk flows reach the same rate with all three;
   quantum = two frames (one class per link: the quantum only silences htb's "quantum is
            big" warning that r2q = 10 gives at these rates).
-Every shaped interface also has gso_max_segs 1, so TCP hands htb one frame per packet.
-htb sends a packet whenever its class has any tokens left and charges it afterwards, so
-with the veth's default GSO one super-packet of up to 64 KB crossed an idle link at veth
-speed: measured at 200 Mbit/s on a warm connection, 16 KiB took 119 us one way and 32 KiB
-170 us (685 and 1371 us at the line rate); with one frame per packet 628 and 1299 us, and
-64 KiB and more were at the line rate either way.
+Every shaped interface also has gso_max_segs GSO_SEGS (4), so TCP hands htb packets of at
+most four frames. htb sends a packet whenever its class has any tokens left and charges it
+afterwards, so with the veth's default GSO one super-packet of up to 64 KB crossed an idle
+link at veth speed: measured at 200 Mbit/s on a warm connection, 16 KiB took 119 us one way
+and 32 KiB 170 us (685 and 1371 us at the line rate). One frame per packet (628 and 1299 us)
+made TCP CPU-bound on 2 cores instead: eight hosts sending at once got 149 of 200 Mbit/s per
+flow, one flow at 1000 Mbit/s 595. Four frames per packet bound the early bytes to one packet
+per message (MPI one-way at 200 Mbit/s: 16 KiB 490 us, 32 KiB 1224, 64 KiB 2684, 128 KiB
+5413 against 635, 1344, 2731, 5483 with one frame) and give 188 Mbit/s per flow and 948
+Mbit/s; docs/validation.md, "Shaping", has the whole comparison.
 The leaf qdisc is htb's default FIFO (txqueuelen 1000 packets), deep enough that the
 handful of TCP flows per link never lose a packet: shaping is lossless.
 """
@@ -32,6 +36,7 @@ from mininet.topo import Topo
 from . import names
 
 FRAME = 1514  # an Ethernet frame of the 1500-byte MTU, as htb counts it
+GSO_SEGS = 4  # the most frames TCP puts in one packet on a shaped interface (see above)
 
 
 def htb_parameters(rate_Mbps):
@@ -42,12 +47,13 @@ def htb_parameters(rate_Mbps):
 
 class ShapedIntf(TCIntf):
     """TCIntf whose htb class uses the burst and quantum above instead of Mininet's 15 KB,
-    and whose packets are single frames (gso_max_segs 1, see the module doc)."""
+    and whose packets are at most GSO_SEGS frames (see the module doc)."""
 
     def config(self, bw=None, **params):  # noqa: D102 (Mininet's name)
         result = TCIntf.config(self, bw=bw, **params)
         if bw is not None:
-            err = self.cmd("ip link set dev %s gso_max_segs 1 2>&1" % self.name).strip()
+            err = self.cmd("ip link set dev %s gso_max_segs %d 2>&1"
+                           % (self.name, GSO_SEGS)).strip()
             if err:
                 raise RuntimeError("cannot limit GSO on %s (needed for faithful htb shaping): %s"
                                    % (self.name, err))

@@ -56,6 +56,7 @@ def leftovers(slot=None):
 def test_lifecycle(emu_dir):
     from clbo_emu import lifetime
     from clbo_emu.cluster import EmuCluster
+    from clbo_emu import topology
     cfg = {"topology": "two_level", "hosts": 4, "ranks_per_host": 1, "link_Mbps": 50,
            "hosts_per_leaf": 2, "uplink_Mbps": 50}
     slot = lifetime.Slot()
@@ -71,14 +72,14 @@ def test_lifecycle(emu_dir):
                 fail("expected 7 node shells, found %r" % shells)
             if len(intfs) != 4 + 4 + 3:
                 fail("expected 11 root-namespace interfaces, found %r" % intfs)
-            # Shaped links carry single frames (htb would let a GSO super-packet through
-            # an idle link at veth speed: clbo_emu/topology.py).
+            # Shaped links carry packets of at most GSO_SEGS frames (htb would let a 64 KB
+            # GSO super-packet through an idle link at veth speed: clbo_emu/topology.py).
             for name in intfs:
                 info = subprocess.run(["ip", "-d", "link", "show", "dev", name],
                                       capture_output=True, text=True).stdout
                 shaped = "htb" in subprocess.run(["tc", "qdisc", "show", "dev", name],
                                                  capture_output=True, text=True).stdout
-                if shaped and not re.search(r"gso_max_segs 1\b", info):
+                if shaped and not re.search(r"gso_max_segs %d\b" % topology.GSO_SEGS, info):
                     fail("shaped interface %s still aggregates packets: %s" % (name, info))
             # Hosts reach each other across the spine, and only their own subnet.
             probe = os.path.join(emu_dir, "clbo_emu", "probe.py")
