@@ -38,10 +38,15 @@ inline nlohmann::json opt(const std::string& label, const std::string& type, nlo
 }
 
 // A BERT-Base experiment filling every GPU of small_cluster_json(nodes, gpus_per_node);
-// `extra` adds or overrides fields of its `simulate` block.
+// `extra` adds or overrides fields of its `simulate` block. `optimizers` is a JSON array:
+// pass json::array({opt(...)}) for one entry, since clang (unlike gcc) reads a braced list
+// of one json, {opt(...)}, as a copy of that json rather than an array of it.
 inline nlohmann::json small_experiment(nlohmann::json optimizers, int64_t steps, int nodes = 4,
                                        int gpus_per_node = 4,
                                        nlohmann::json extra = nlohmann::json::object()) {
+  if (!optimizers.is_array())
+    throw std::invalid_argument("small_experiment: optimizers must be a JSON array, got " +
+                                optimizers.dump());
   nlohmann::json s = {{"name", "test"},
                       {"simulate",
                        {{"workload", "bert-base-seq128"},

@@ -213,7 +213,7 @@ TEST(Calibrate, BadInputNamesTheFieldAndTheValue) {
   expect_error(too_big, "measurements[0].gpus", "64");
   // A rate that no measurement sees cannot be fitted.
   json one_node = ok;
-  one_node["measurements"] = {allreduce(4, 1e6, 1.0)};
+  one_node["measurements"] = json::array({allreduce(4, 1e6, 1.0)});
   one_node["fit"] = {"fabric.achievable_fraction"};
   expect_error(one_node, "fit", "fabric.achievable_fraction");
 }
@@ -223,8 +223,8 @@ class CalibrateCli : public clbo::test::CliTest {};
 TEST_F(CalibrateCli, APathWorksWhereverAPresetNameDoes) {
   // A cluster file: in an experiment's clusters and rows, and on the calibrate command line.
   write_json("my-cluster.json", known_cluster(20.0, 0.3, 100.0));
-  json exp =
-      clbo::sim::test::small_experiment({clbo::sim::test::opt("Adam", "Adam", json::object())}, 1);
+  json exp = clbo::sim::test::small_experiment(
+      json::array({clbo::sim::test::opt("Adam", "Adam", json::object())}), 1);
   exp["simulate"]["clusters"] = {path("my-cluster.json")};
   exp["simulate"]["gpus"] = {8};
   write_json("exp.json", exp);

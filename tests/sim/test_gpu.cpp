@@ -47,9 +47,9 @@ const nlohmann::json kProfile = {{"fwd_per_sample_ms", 1.0},
 
 nlohmann::json experiment_on(nlohmann::json cluster, nlohmann::json workload = "bert-base-seq128",
                              nlohmann::json extra = nlohmann::json::object()) {
-  nlohmann::json e =
-      sim::test::small_experiment({sim::test::opt("Adam", "Adam", {{"lr", 1e-4}})}, 1, 2, 1);
-  e["simulate"]["clusters"] = {std::move(cluster)};
+  nlohmann::json e = sim::test::small_experiment(
+      nlohmann::json::array({sim::test::opt("Adam", "Adam", {{"lr", 1e-4}})}), 1, 2, 1);
+  e["simulate"]["clusters"] = nlohmann::json::array({std::move(cluster)});
   e["simulate"]["workload"] = std::move(workload);
   e["simulate"]["micro_batch"] = 4;
   e["simulate"].erase("batch_size");

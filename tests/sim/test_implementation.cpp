@@ -255,7 +255,7 @@ TEST(Implementation, SpecsRunEveryListedProfileAndEntriesMayFixTheirOwn) {
 }
 
 TEST(Implementation, UnknownImplementationsAreInputErrors) {
-  const json opts = {test::opt("Adam", "Adam", json::object())};
+  const json opts = json::array({test::opt("Adam", "Adam", json::object())});
   for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{
            {"simulate.implementation", "fused"},
            {"simulate.implementation[1]", json({"clbo", "clbo"})},

@@ -134,9 +134,10 @@ TEST(Projection, ResultsAreDeterministicExceptTiming) {
 }
 
 TEST(Projection, MpiBackendAndScalingEfficiency) {
-  const json r = simulate_experiment(
-      spec({opt("1-bit Adam", "OneBitAdam", {{"freeze_step", 1}})}, 2, {{"backend", "mpi"}}),
-      "t.json");
+  const json r =
+      simulate_experiment(spec(json::array({opt("1-bit Adam", "OneBitAdam", {{"freeze_step", 1}})}),
+                               2, {{"backend", "mpi"}}),
+                          "t.json");
   const json& k = r["runs"][0]["step_kinds"][1]["simulated"];
   EXPECT_GT(k["staging_bytes_per_gpu"].get<double>(), 0);
   const double eff = r["runs"][0]["simulated"]["scaling_efficiency"].get<double>();

@@ -79,7 +79,7 @@ TEST(Rounds, LocalStepsCutCommunicationRounds) {
 }
 
 TEST(Rounds, ClaimsAreCopiedIntoTheConfigAndMustBeAnArray) {
-  json s = spec({opt("Adam", "Adam", json::object())});
+  json s = spec(json::array({opt("Adam", "Adam", json::object())}));
   s["simulate"]["total_steps"] = 1;
   s["claims"] = json::array({{{"id", "x"}, {"paper_value", 1.0}}});
   const json results = simulate_experiment(s, "paper.json");
