@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -166,10 +167,14 @@ int run_validate(const Args& a) {
   const std::string out = a.output.empty() ? default_results_path(a.experiment) : a.output;
   if (!a.resimulate.empty()) {
     // The same measurements, simulated again (after a change to the model): the folder
-    // must hold what this very grid measured.
+    // must hold what this very grid measured (its description aside, which measures nothing).
     const fs::path dir = a.resimulate;
+    auto measured_part = [](nlohmann::json grid) {
+      if (grid.is_object()) grid.erase("description");
+      return grid;
+    };
     const nlohmann::json kept = read_json(dir / "validation-spec.json");
-    if (kept != spec.config)
+    if (measured_part(kept) != measured_part(spec.config))
       throw clbo::InputError(a.experiment, "--resimulate", a.resimulate,
                              "that work folder measured a different grid");
     return simulate_all(a, spec, dir, out, read_json(dir / "load-start.json"), wall0);
@@ -201,20 +206,32 @@ int run_validate(const Args& a) {
   must_succeed(run({self, "bench", "kernels", "--cpu", "-o", kdir.string(), kKernelFilter}, klog),
                "clbo bench kernels", klog);
 
-  // 2. One worker alone: the compute the steps' simulations need.
+  // 2. The compute the steps' simulations need, measured with one worker per CPU at once:
+  // every emulated rank shares the machine with at least that many busy ranks, and a worker
+  // alone ran 1.2x faster than beside another (shared caches and memory bandwidth), so the
+  // simulated steps were that much short (docs/validation.md, "CPU contention").
   if (spec.steps.enabled) {
-    say("calibrating one worker's compute (clbo train, local backend, 1 worker)");
+    const int cpus = std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+    say(
+        fmt::format("calibrating the compute of {} workers at once, one per CPU (clbo train, "
+                    "local backend)",
+                    cpus));
     ClusterConfig one;
     one.id = "calibration";
     one.hosts = 1;
+    one.ranks_per_host = cpus;
     nlohmann::json exp = steps_experiment(spec, one);
-    exp["description"] = "clbo validate: one worker alone, for the compute profile";
+    exp["description"] = fmt::format(
+        "clbo validate: {} workers at once (one per CPU), for the compute profile", cpus);
     const fs::path e = work.path() / "calibration-experiment.json";
     const fs::path r = work.path() / "calibration.json";
     write_json(e, exp);
     const std::string log = (work.path() / "calibration.log").string();
-    must_succeed(run({self, "train", e.string(), "-o", r.string(), "--threads", "1", "-q"}, log),
-                 "the calibration run", log);
+    // One thread per worker: each computes its own gradient, as an emulated rank does.
+    must_succeed(
+        run({self, "train", e.string(), "-o", r.string(), "--threads", std::to_string(cpus), "-q"},
+            log),
+        "the calibration run", log);
   }
 
   // 3. The emulation: every cluster's probes and MPI jobs.
@@ -275,7 +292,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const Links links = read_links(record, pp_net, pp_host, c.id);
     const double contention = cpu_contention(c.ranks(), cpus);
     const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention);
-    const nlohmann::json preset = cluster_preset(c, links);
+    const nlohmann::json preset = cluster_preset(c, links, contention);
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
     const double all_pairs = all_pairs_efficiency(cs, c, links);
     auto mine = compare_cluster(spec, m, cs, km, contention, all_pairs, calibration.get());

@@ -83,11 +83,17 @@ TEST(ValidateModel, ThePresetComesFromTheProbes) {
   l.uplink_Mbps = 380;
   l.loopback_Mbps = 8000;
   l.mpi_lo_half_rtt_s = 60e-6;
-  const sim::ClusterSpec c = cluster_spec(s.clusters[4], l);
+  const sim::ClusterSpec c = cluster_spec(s.clusters[4], l, 1.0);
   EXPECT_EQ(c.max_nodes, 8);
   EXPECT_EQ(c.gpus_per_node, 2);
   EXPECT_NEAR(c.node_net_Bps(), 188e6 / 8, 1);     // the rate every flow achieved
   EXPECT_NEAR(c.software_latency_s, 50e-6, 1e-9);  // MPI's cost on top of TCP's
+  // That cost is CPU time: p ranks on C cores stretch it by p/C, and nothing else.
+  const sim::ClusterSpec shared = cluster_spec(s.clusters[4], l, 4.0);
+  EXPECT_NEAR(shared.software_latency_s, 200e-6, 1e-9);
+  EXPECT_DOUBLE_EQ(shared.intra_latency_s, c.intra_latency_s);
+  EXPECT_DOUBLE_EQ(shared.nic_latency_s, c.nic_latency_s);
+  EXPECT_DOUBLE_EQ(shared.node_net_Bps(), c.node_net_Bps());
   EXPECT_NEAR(c.uplink_Bps, 380e6 / 8, 1);
   EXPECT_NEAR(c.intra_Bps, 1e9, 1);  // 8 Gbit/s of loopback
   // Two host links and two intra links make the TCP one-way time.
@@ -121,11 +127,13 @@ TEST(ValidateModel, AllPairsEfficiencyIsTheSimulatedFluidTimeOverTheMeasured) {
   l.tcp_alltoall_bytes_per_pair = 4 << 20;
   const double fluid = 3 * (4 << 20) / (190e6 / 8);
   l.tcp_alltoall_s = fluid / 0.8;
-  EXPECT_NEAR(all_pairs_efficiency(cluster_spec(s.clusters[0], l), s.clusters[0], l), 0.8, 0.02);
-  const double tree = all_pairs_efficiency(cluster_spec(s.clusters[1], l), s.clusters[1], l);
+  EXPECT_NEAR(all_pairs_efficiency(cluster_spec(s.clusters[0], l, 1.0), s.clusters[0], l), 0.8,
+              0.02);
+  const double tree = all_pairs_efficiency(cluster_spec(s.clusters[1], l, 1.0), s.clusters[1], l);
   EXPECT_DOUBLE_EQ(tree, 1.0);  // the uplinks alone take longer than the measured time
   l.tcp_alltoall_s = -1;
-  EXPECT_DOUBLE_EQ(all_pairs_efficiency(cluster_spec(s.clusters[0], l), s.clusters[0], l), 1.0);
+  EXPECT_DOUBLE_EQ(all_pairs_efficiency(cluster_spec(s.clusters[0], l, 1.0), s.clusters[0], l),
+                   1.0);
 }
 
 TEST(ValidateSummary, MediansMaximaAndBoundsAreSeparate) {

@@ -103,10 +103,12 @@ def test_quick(clbo, src):
     if r.returncode != 0:
         print("SKIP: " + (r.stdout + r.stderr).strip())
         sys.exit(SKIP)
-    out = os.path.join(scratch(prefix="clbo-validate-test-"), "quick.json")
+    tmp = scratch(prefix="clbo-validate-test-")
+    out = os.path.join(tmp, "quick.json")
+    work = os.path.join(tmp, "work")
     path = os.path.join(src, "experiments", "validation", "quick.json")
-    r = subprocess.run([clbo, "validate", path, "-o", out], capture_output=True, text=True,
-                       timeout=600, cwd=src)
+    r = subprocess.run([clbo, "validate", path, "-o", out, "--keep-work", work],
+                       capture_output=True, text=True, timeout=600, cwd=src)
     if r.returncode != 0:
         fail("clbo validate quick: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr[-3000:]))
     doc = json.load(open(out))
@@ -124,8 +126,34 @@ def test_quick(clbo, src):
             fail("summary without %s" % key)
     if clbo_interfaces():
         fail("leftover interfaces: %s" % clbo_interfaces())
+    check_resimulate(clbo, src, path, work, doc, tmp)
     print("ok: clbo validate quick: %d cases, bandwidth-bound median |error| %s" %
           (len(doc["cases"]), doc["summary"]["median_abs_rel_error"]))
+
+
+def check_resimulate(clbo, src, path, work, doc, tmp):
+    """--resimulate simulates the kept measurements again: the same cases, nothing measured;
+    a grid that differs only in its description is the same grid, any other field is not."""
+    grid = json.load(open(path))
+    grid["description"] = "the same grid, described differently"
+    same = os.path.join(tmp, "same.json")
+    json.dump(grid, open(same, "w"))
+    again = os.path.join(tmp, "again.json")
+    r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", again, "-q"],
+                       capture_output=True, text=True, timeout=300, cwd=src)
+    if r.returncode != 0:
+        fail("--resimulate: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr[-3000:]))
+    if json.load(open(again))["cases"] != doc["cases"]:
+        fail("--resimulate gave other cases than the run that measured them")
+    grid["probes"]["bulk_seconds"] = 2.0
+    other = os.path.join(tmp, "other.json")
+    json.dump(grid, open(other, "w"))
+    refused_out = os.path.join(tmp, "refused.json")
+    r = subprocess.run([clbo, "validate", other, "--resimulate", work, "-o", refused_out],
+                       capture_output=True, text=True, timeout=300, cwd=src)
+    if (r.returncode != 2 or "'--resimulate'" not in r.stderr or "different grid" not in r.stderr
+            or os.path.exists(refused_out)):
+        fail("--resimulate of another grid: exit %d, %s" % (r.returncode, r.stderr))
 
 
 def main():

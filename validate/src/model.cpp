@@ -105,16 +105,19 @@ double cpu_contention(int ranks, int cpus) {
   return std::max(1.0, static_cast<double>(ranks) / std::max(cpus, 1));
 }
 
-nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l) {
+nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l, double contention) {
   const double fraction = std::min(1.0, l.all_at_once_Mbps / c.link_Mbps);
   // One-way latencies: the TCP path of a network message crosses both hosts' links; MPI's
   // per-message cost on top of it is the fabric's software latency, paid on every hop.
   const double path_us = l.tcp_half_rtt_s * 1e6;
-  const double software_us = std::max(0.0, (l.mpi_half_rtt_s - l.tcp_half_rtt_s) * 1e6);
+  const double pingpong_software_us = std::max(0.0, (l.mpi_half_rtt_s - l.tcp_half_rtt_s) * 1e6);
+  const double software_us = pingpong_software_us * contention;
   // Ranks of one host talk TCP over its loopback: unshaped, bounded by the CPU.
   const double lo_GBps = l.loopback_Mbps > 0 ? l.loopback_Mbps / 8e3 : 10.0;
   const double lo_lat_us =
-      l.mpi_lo_half_rtt_s > 0 ? std::max(0.5, (l.mpi_lo_half_rtt_s * 1e6 - software_us) / 2) : 1.0;
+      l.mpi_lo_half_rtt_s > 0
+          ? std::max(0.5, (l.mpi_lo_half_rtt_s * 1e6 - pingpong_software_us) / 2)
+          : 1.0;
   nlohmann::json j = {
       {"name", "emu-" + c.id},
       {"description",
@@ -150,7 +153,8 @@ nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l) {
         {"source",
          "achievable_fraction: mean steady per-flow rate with every host sending to the next at "
          "once / link rate (frame headers and the reverse flows' ACKs included, so SimGrid's "
-         "crosstraffic is off); software_latency_us: MPI one-way time of 8 bytes less TCP's"}}},
+         "crosstraffic is off); software_latency_us: MPI one-way time of 8 bytes less TCP's, "
+         "times the CPU contention"}}},
   };
   if (c.topology == sim::TopologyKind::kTwoLevel) {
     const double up = l.uplink_Mbps > 0 ? l.uplink_Mbps : c.uplink_Mbps * fraction;
@@ -165,8 +169,8 @@ nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l) {
   return j;
 }
 
-sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l) {
-  return sim::parse_cluster(cluster_preset(c, l), "emu-" + c.id);
+sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l, double contention) {
+  return sim::parse_cluster(cluster_preset(c, l, contention), "emu-" + c.id);
 }
 
 sim::ClusterSpec without_latency(sim::ClusterSpec c) {

@@ -49,9 +49,12 @@ Links read_links(const nlohmann::json& record, const nlohmann::json& pingpong_ne
                  const nlohmann::json& pingpong_host, const std::string& where);
 
 // The cluster preset JSON (parse_cluster accepts it; every section says where its numbers
-// come from) and the parsed spec.
-nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l);
-sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l);
+// come from) and the parsed spec. `contention` (cpu_contention) stretches MPI's per-message
+// software latency as it stretches compute: that latency is CPU time (matching, copies,
+// system calls), measured by a ping-pong between two ranks while the others are idle, and in
+// a collective's rounds every rank needs the CPU at the same moment.
+nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l, double contention);
+sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l, double contention);
 // The same cluster without any latency (link, switch and software latencies all 0): the
 // bandwidth-and-compute-only time that classifies a case as bandwidth- or latency-bound.
 sim::ClusterSpec without_latency(sim::ClusterSpec c);
