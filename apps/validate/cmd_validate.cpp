@@ -345,6 +345,17 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
       {"timing",
        {{"wall_s",
          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count()}}}};
+  if (!a.resimulate.empty()) {
+    // Nothing was measured now: say which run measured, and that the timing is this one's.
+    result["resimulated"] = {
+        {"work_folder", a.resimulate},
+        {"note",
+         "measured by the earlier run that kept this work folder (--keep-work); simulated "
+         "again from it by --resimulate. timing.wall_s and machine.load_average_end are the "
+         "resimulation's, machine.load_average_start the measuring run's"}};
+    result["provenance"]["inputs"] =
+        "measured by the run that kept the work folder (see resimulated)";
+  }
   clbo::write_json_atomic(out, result);
   std::cout << cases_table(cases, summary);
   std::cout << "wrote " << out << std::endl;

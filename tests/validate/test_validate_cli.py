@@ -143,8 +143,11 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
                        capture_output=True, text=True, timeout=300, cwd=src)
     if r.returncode != 0:
         fail("--resimulate: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr[-3000:]))
-    if json.load(open(again))["cases"] != doc["cases"]:
+    redone = json.load(open(again))
+    if redone["cases"] != doc["cases"]:
         fail("--resimulate gave other cases than the run that measured them")
+    if redone.get("resimulated", {}).get("work_folder") != work or "resimulated" in doc:
+        fail("a resimulated result must say so, and only it: %s" % redone.get("resimulated"))
     grid["probes"]["bulk_seconds"] = 2.0
     other = os.path.join(tmp, "other.json")
     json.dump(grid, open(other, "w"))
