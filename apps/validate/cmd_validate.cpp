@@ -13,7 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -211,7 +210,7 @@ int run_validate(const Args& a) {
   // alone ran 1.2x faster than beside another (shared caches and memory bandwidth), so the
   // simulated steps were that much short (docs/validation.md, "CPU contention").
   if (spec.steps.enabled) {
-    const int cpus = std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+    const int cpus = clbo::validate::machine_cpus();
     say(
         fmt::format("calibrating the compute of {} workers at once, one per CPU (clbo train, "
                     "local backend)",
@@ -272,7 +271,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
   const nlohmann::json measured = read_json(dir / "measured.json");
 
   // 4. The simulations, cluster by cluster.
-  const int cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  const int cpus = machine_cpus();
   std::vector<nlohmann::json> cases;
   nlohmann::json clusters = nlohmann::json::array();
   for (size_t i = 0; i < spec.clusters.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "clbo/validate/model.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -99,6 +100,10 @@ double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig&
   const sim::ClusterSpec bare = without_latency(preset);
   const double fluid = sim::simulate_programs(bare, prog.p, {prog}).front().time_s;
   return std::clamp(fluid / l.tcp_alltoall_s, 0.3, 1.0);
+}
+
+int machine_cpus() {
+  return std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 double cpu_contention(int ranks, int cpus) {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -10,6 +9,7 @@
 
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/validate/model.hpp"
 
 namespace clbo::validate {
 
@@ -348,8 +348,7 @@ ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string&
   if (!j.contains("clusters")) r.fail("clusters", "required: the emulated clusters");
   expand_clusters(j["clusters"], s, sizes, s.steps.enabled);
   r.finish();
-  check_capacity(s, cpus > 0 ? cpus : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)),
-                 mem > 0 ? mem : available_memory());
+  check_capacity(s, cpus > 0 ? cpus : machine_cpus(), mem > 0 ? mem : available_memory());
   return s;
 }
 

@@ -59,6 +59,10 @@ sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l, double con
 // bandwidth-and-compute-only time that classifies a case as bandwidth- or latency-bound.
 sim::ClusterSpec without_latency(sim::ClusterSpec c);
 
+// The CPUs the emulated ranks share (online processors, at least 1): the calibration runs one
+// worker per CPU and cpu_contention divides by the same count, so both read it here.
+int machine_cpus();
+
 // p ranks sharing `cpus` cores: the factor their concurrent compute is slowed by.
 double cpu_contention(int ranks, int cpus);
 
