@@ -84,7 +84,7 @@ struct World {
   std::vector<uint64_t> step(const GradFn& fn = {}) {
     ++iter;
     std::vector<uint64_t> bytes(static_cast<size_t>(p));
-    stepped.assign(static_cast<size_t>(p), false);
+    stepped.assign(static_cast<size_t>(p), 0);
     std::vector<std::vector<float>> grads;
     for (int r = 0; r < p; ++r) grads.push_back(fn ? fn(r, iter) : make_grad(layout, r, iter));
     run_local(p, [&](Communicator& comm) {
@@ -103,7 +103,9 @@ struct World {
   ParamLayout layout;
   std::vector<std::unique_ptr<Optimizer>> opts;
   std::vector<std::vector<float>> params;
-  std::vector<bool> stepped;
+  // char, not bool: the ranks' threads write their own entries at once, and vector<bool> packs
+  // them into shared words (a data race that lost a rank's flag under load).
+  std::vector<char> stepped;
   int64_t iter = 0;
 };
 
