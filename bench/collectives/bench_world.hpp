@@ -91,6 +91,11 @@ class RankOps {
   virtual void prepare_timing() = 0;
   virtual void run() = 0;
   virtual void finish() {}  // waits for queued device work
+  // nccl-tests' -m: the calls of one timed iteration between ncclGroupStart and ncclGroupEnd,
+  // so the library launches them together. Only the nccl backend can (validate() rejects -m
+  // above 1 elsewhere).
+  virtual void group_start() {}
+  virtual void group_end() {}
   // Backend details for the result's environment block (library versions, devices).
   virtual nlohmann::json describe() const = 0;
 };

@@ -43,9 +43,11 @@ void require_name(const std::string& flag, const std::string& value,
                                  did_you_mean(value, names), hint));
 }
 
+// Only for names validate() has accepted.
 Op op_from_name(const std::string& s) {
-  const auto& names = collective_names();
-  return static_cast<Op>(std::find(names.begin(), names.end(), s) - names.begin());
+  const auto op = kOpNames.find(s);
+  if (!op) throw Error("clbo bench collectives: unknown collective '" + s + "'");
+  return *op;
 }
 
 // nccl-tests' element sizes, in nccl_type_names() order.
@@ -163,8 +165,7 @@ std::vector<FixedFlag> fixed_flags() {
 }
 
 const std::vector<std::string>& collective_names() {
-  static const std::vector<std::string> v = {"allreduce", "compressed", "sparse",
-                                             "alltoall",  "allgather",  "pingpong"};
+  static const std::vector<std::string> v = kOpNames.names();
   return v;
 }
 const std::vector<std::string>& backend_names() {
@@ -182,9 +183,7 @@ const std::vector<std::string>& nccl_op_names() {
   return v;
 }
 
-const char* op_name(Op op) {
-  return collective_names()[static_cast<size_t>(op)].c_str();
-}
+const char* op_name(Op op) { return kOpNames.name(op); }
 
 uint64_t parse_size(const std::string& text, const std::string& flag) {
   const char* begin = text.c_str();
@@ -295,6 +294,28 @@ void validate(const CollectiveBenchConfig& c) {
   };
   at_least("-n", c.iters, 1, "must be >= 1");
   at_least("-m", c.agg_iters, 1, "must be >= 1");
+  if (c.agg_iters > 1) {
+    // nccl-tests' -m puts the calls of one iteration in one ncclGroupStart/End, so NCCL
+    // launches them together; back-to-back calls would measure something else.
+    const std::string m = std::to_string(c.agg_iters);
+    if (c.backend != "nccl")
+      throw InputError(kWhere, "-m", m,
+                       fmt::format("nccl-tests' calls aggregated into one NCCL group launch; "
+                                   "the {} backend has no group launch (-m 1)",
+                                   c.backend));
+    for (const char* multi : {"compressed", "sparse"})
+      if (contains(colls, multi))
+        throw InputError(kWhere, "-m", m,
+                         fmt::format("nccl-tests' calls aggregated into one NCCL group launch; "
+                                     "{}'s kernels between its NCCL calls read results a group "
+                                     "would defer to its end (-m 1)",
+                                     multi));
+    if (c.blocking == 1 || c.blocking == 2)
+      throw InputError(kWhere, "-m", m,
+                       fmt::format("with -z {} each call would wait inside the NCCL group, "
+                                   "before the group has launched anything (use -z 0 or 3)",
+                                   c.blocking));
+  }
   at_least("-w", c.warmup, 0, "must be >= 0");
   at_least("-N", c.run_cycles, 0, "must be >= 0 (0 repeats until stopped)");
   at_least("-c", c.check, 0, "must be >= 0 (0: no check)");

@@ -30,9 +30,18 @@
 #include <string>
 #include <vector>
 
+#include "clbo/core/names.hpp"
+
 namespace clbo::bench {
 
 enum class Op { kAllreduce, kCompressed, kSparse, kAlltoall, kAllgather, kPingpong };
+// --collective's spellings (the op field of results).
+inline constexpr auto kOpNames = name_table<Op>({{Op::kAllreduce, "allreduce"},
+                                                 {Op::kCompressed, "compressed"},
+                                                 {Op::kSparse, "sparse"},
+                                                 {Op::kAlltoall, "alltoall"},
+                                                 {Op::kAllgather, "allgather"},
+                                                 {Op::kPingpong, "pingpong"}});
 
 // An nccl-tests flag clbo accepts only at its nccl-tests default (it cannot apply here).
 struct FixedFlag {

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
   integer("-f,--stepfactor", cfg.step_factor, "Size multiplier (1: step by -i)");
   integer("-n,--iters", cfg.iters, "Timed iterations per size");
   integer("-m,--agg_iters", cfg.agg_iters,
-          "Calls per timed iteration (time is per call; clbo issues them back to back)");
+          "Calls per timed iteration in one NCCL group (time is per call; nccl backend, "
+          "not compressed/sparse)");
   integer("-w,--warmup_iters", cfg.warmup, "Untimed iterations of every size first");
   integer("-N,--run_cycles", cfg.run_cycles,
           "Run and print the sizes of each collective and type N times (0: until stopped)");

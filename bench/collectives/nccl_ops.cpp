@@ -163,6 +163,11 @@ class NcclOps final : public RankOps {
 
   void run() override { call(); }
   void finish() override { comm_.synchronize(); }
+  // Only single-launch collectives reach here grouped: validate() rejects -m > 1 for the
+  // compressed and sparse allreduce, whose kernels between NCCL calls read the results a
+  // group would defer.
+  void group_start() override { nccl_check(ncclGroupStart(), "ncclGroupStart (-m)"); }
+  void group_end() override { nccl_check(ncclGroupEnd(), "ncclGroupEnd (-m)"); }
 
   nlohmann::json describe() const override {
     nlohmann::json j;

@@ -31,8 +31,8 @@ double reduce_time(const std::vector<double>& all, int64_t average) {
   }
 }
 
-// One half of one row: the untimed sync call, -n timed iterations of -m calls each (with
-// -z's waits and barriers), then -c checked calls.
+// One half of one row: the untimed sync call, -n timed iterations of -m calls each (one NCCL
+// group when -m > 1, with -z's waits and barriers), then -c checked calls.
 Half time_half(RankOps& ops, const Sweep& run, Op op) {
   using clock = std::chrono::steady_clock;
   const auto& c = run.cfg;
@@ -45,11 +45,13 @@ Half time_half(RankOps& ops, const Sweep& run, Op op) {
   double coll_only_s = 0;  // -z 3: the time outside the barriers
   for (int64_t i = 0; i < c.iters; ++i) {
     const auto ti = clock::now();
+    if (c.agg_iters > 1) ops.group_start();
     for (int64_t a = 0; a < c.agg_iters; ++a) {
       ops.run();
       if (c.blocking == 1 || c.blocking == 2) ops.finish();
       if (c.blocking == 1) ops.barrier();
     }
+    if (c.agg_iters > 1) ops.group_end();
     if (c.blocking == 3) {
       ops.finish();
       coll_only_s += std::chrono::duration<double>(clock::now() - ti).count();

@@ -148,6 +148,41 @@ TEST(BenchCollectives, NcclTestsFlagsThatCannotApplyNameTheirMeaning) {
   }
 }
 
+// -m is nccl-tests' group aggregation: one ncclGroupStart/End per timed iteration.
+TEST(BenchCollectives, AggregationIsAnNcclGroupAndRejectedWhereNoneExists) {
+  CollectiveBenchConfig c;
+  c.max_bytes = c.min_bytes = "1K";
+  c.agg_iters = 4;
+  std::string e = error_of(c);  // local backend
+  EXPECT_NE(e.find("-m"), std::string::npos) << e;
+  EXPECT_NE(e.find("local backend has no group launch"), std::string::npos) << e;
+  c.agg_iters = 1;
+  EXPECT_EQ(error_of(c), "");
+#ifdef CLBO_WITH_NCCL_BACKEND
+  c.backend = "nccl";
+  c.agg_iters = 4;
+  EXPECT_EQ(error_of(c), "") << "allreduce groups on nccl";
+  c.collectives = {"allreduce,compressed"};
+  e = error_of(c);
+  EXPECT_NE(e.find("compressed's kernels between its NCCL calls"), std::string::npos) << e;
+  c.collectives = {"allreduce"};
+  c.blocking = 2;
+  e = error_of(c);
+  EXPECT_NE(e.find("with -z 2"), std::string::npos) << e;
+  c.blocking = 3;
+  EXPECT_EQ(error_of(c), "");
+#endif
+}
+
+TEST(BenchCollectives, EveryCollectiveNameRoundTrips) {
+  const auto& names = collective_names();
+  ASSERT_EQ(names.size(), kOpNames.entries.size());
+  for (const auto& e : kOpNames.entries) {
+    EXPECT_STREQ(op_name(e.value), e.name);
+    EXPECT_EQ(kOpNames.find(e.name), e.value);
+  }
+}
+
 TEST(BenchCollectives, ShapesFollowNcclTests) {
   // allreduce: count = size / element; alltoall and allgather: per-rank count rounded down
   // to 16 bytes, size = p x that.
