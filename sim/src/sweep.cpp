@@ -8,6 +8,7 @@
 #include "clbo/core/error.hpp"
 #include "clbo/core/json_reader.hpp"
 #include "clbo/sim/cluster.hpp"
+#include "clbo/sim/workload.hpp"
 
 namespace clbo::sim {
 
@@ -121,6 +122,10 @@ void apply_axis(nlohmann::json& doc, const SetAxis& axis, const nlohmann::json& 
     return;
   }
   const std::vector<PathStep> steps = parse_path(axis.path, axis.text);
+  // A workload named by a preset or a path: edit a copy of the object it stands for.
+  if (steps.size() > 2 && steps[1].key == "workload" && sim.contains("workload") &&
+      sim["workload"].is_string())
+    sim["workload"] = workload_json(sim["workload"], file, "simulate.workload");
   // A ds_config named by its path: read it (as DeepSpeed would) and edit the copy.
   if (steps.size() > 2 && steps[1].key == "ds_config" && sim.contains("ds_config") &&
       sim["ds_config"].is_string())

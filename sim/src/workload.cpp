@@ -363,17 +363,38 @@ Workload parse_workload(const nlohmann::json& obj, const std::string& file,
   return w;
 }
 
-Workload resolve_workload(const nlohmann::json& ref, const std::string& where,
-                          const std::string& field) {
-  if (ref.is_object()) return parse_workload(ref, where, field);
+nlohmann::json workload_json(const nlohmann::json& ref, const std::string& where,
+                             const std::string& field, std::string* from) {
+  if (ref.is_object()) {
+    if (from) *from = where;
+    return ref;
+  }
   if (!ref.is_string())
     throw InputError(where, field, ref.dump(),
                      "expected a workload name, a JSON path or an object");
   const std::string s = ref.get<std::string>();
-  if (s.size() > 5 && s.substr(s.size() - 5) == ".json")
-    return parse_workload(load_json_file_named_by(s, where, field), s);
-  const nlohmann::json j = preset_json("workloads", s, where, field);
-  return parse_workload(j, preset_path("workloads", s));
+  if (s.size() > 5 && s.substr(s.size() - 5) == ".json") {
+    nlohmann::json j = load_json_file_named_by(s, where, field);
+    if (from) *from = s;
+    // parse_layout's rule, applied here so the object no longer depends on its file.
+    if (j.is_object() && j.contains("layout") && j["layout"].is_string()) {
+      const std::filesystem::path layout = j["layout"].get<std::string>();
+      const std::filesystem::path base = std::filesystem::path(s).parent_path();
+      if (layout.is_relative() && !base.empty() && std::filesystem::exists(base / layout))
+        j["layout"] = (base / layout).string();
+    }
+    return j;
+  }
+  if (from) *from = preset_path("workloads", s);
+  return preset_json("workloads", s, where, field);
+}
+
+Workload resolve_workload(const nlohmann::json& ref, const std::string& where,
+                          const std::string& field) {
+  if (ref.is_object()) return parse_workload(ref, where, field);
+  std::string from;
+  const nlohmann::json j = workload_json(ref, where, field, &from);
+  return parse_workload(j, from);
 }
 
 }  // namespace clbo::sim

@@ -79,6 +79,48 @@ TEST(Sweep, ClusterFieldsEditEveryClusterInlined) {
   EXPECT_NO_THROW(validate_experiment(points[1].doc, "exp.json"));
 }
 
+// A workload named by a preset or a file is edited in a copy of the object it stands for; the
+// file's relative layout path is kept pointing at the same file.
+TEST(Sweep, WorkloadFieldsEditACopyOfThePresetOrFile) {
+  auto points = sweep_points(
+      experiment(), {parse_set_flag("workload.compute.memory_bound_fraction=0.1,0.2")},
+      "exp.json");
+  ASSERT_EQ(points.size(), 2u);
+  const nlohmann::json& w = points[1].doc["simulate"]["workload"];
+  ASSERT_TRUE(w.is_object());
+  EXPECT_EQ(w["name"], "bert-base-seq128");
+  EXPECT_EQ(w["compute"]["memory_bound_fraction"], 0.2);
+  EXPECT_EQ(w["compute"]["derive_from"], "bert-large-seq128");
+  EXPECT_EQ(w["seq_len"], 128);
+  EXPECT_NO_THROW(validate_experiment(points[1].doc, "exp.json"));
+  std::string msg = rejection_message([&] {
+    validate_experiment(
+        sweep_points(experiment(), {parse_set_flag("workload.seq_lem=256")}, "exp.json")[0].doc,
+        "exp.json");
+  });
+  EXPECT_TRUE(contains(msg, "simulate.workload.seq_lem")) << msg;
+  EXPECT_TRUE(contains(msg, "did you mean 'seq_len'")) << msg;
+
+  const auto dir = std::filesystem::temp_directory_path() / "clbo_sweep_workload";
+  std::filesystem::create_directories(dir / "model");
+  std::ofstream(dir / "model" / "tensors.json")
+      << R"({"tensors": [{"name": "w", "shape": [64, 64]}]})";
+  nlohmann::json wl = {{"name", "mine"},
+                       {"layout", "tensors.json"},
+                       {"fwd_flops_per_sample", 1e9},
+                       {"compute", {{"from_flops", {{"efficiency", 0.4}}}}}};
+  std::ofstream((dir / "model" / "mine.json").string()) << wl.dump();
+  nlohmann::json doc = experiment();
+  doc["simulate"]["workload"] = (dir / "model" / "mine.json").string();
+  EXPECT_NO_THROW(validate_experiment(doc, "exp.json")) << "the file itself is valid";
+  points = sweep_points(doc, {parse_set_flag("workload.seq_len=64,128")}, "exp.json");
+  const nlohmann::json& mine = points[0].doc["simulate"]["workload"];
+  ASSERT_TRUE(mine.is_object());
+  EXPECT_EQ(mine["layout"], (dir / "model" / "tensors.json").string());
+  EXPECT_NO_THROW(validate_experiment(points[0].doc, "exp.json"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Sweep, UnknownFieldsSuggestTheNearestAndWrongTypesNameTheValue) {
   auto points = sweep_points(experiment(), {parse_set_flag("micro_bach=8")}, "exp.json");
   std::string msg = rejection_message([&] { validate_experiment(points[0].doc, "exp.json"); });

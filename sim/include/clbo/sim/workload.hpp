@@ -70,6 +70,11 @@ struct Workload {
   nlohmann::json to_json() const;  // summary: name, params, tensors, flops, profiles
 };
 
+// The object a workload reference stands for: an inline object as it is, a preset's JSON, or
+// a JSON file's (its relative layout path made relative to the working directory, so the
+// object means the same wherever it is placed). `from` gets the file it came from.
+nlohmann::json workload_json(const nlohmann::json& ref, const std::string& where,
+                             const std::string& field, std::string* from = nullptr);
 // A preset name, a JSON path or an inline object. `derive_from` references resolve
 // recursively through the presets.
 Workload resolve_workload(const nlohmann::json& ref, const std::string& where,
