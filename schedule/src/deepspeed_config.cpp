@@ -174,8 +174,8 @@ void read_precision(DeepSpeedConfig& c, const nlohmann::json& cfg, const std::st
   if (fp16 && bf16)
     throw InputError(c.file, joined_field(prefix, "bf16.enabled"), "true",
                      "DeepSpeed refuses fp16 and bf16 enabled together; enable one");
-  c.precision = fp16 ? "fp16" : bf16 ? "bf16" : "fp32";
-  c.grad_dtype = c.precision == "fp32" ? DType::kF32 : DType::kF16;
+  c.precision = fp16 ? Precision::kFp16 : bf16 ? Precision::kBf16 : Precision::kFp32;
+  c.grad_dtype = c.precision == Precision::kFp32 ? DType::kF32 : DType::kF16;
   ConfigReader r(cfg, c.file, prefix);
   if (r.boolean("fp32_allreduce", false)) c.grad_dtype = DType::kF32;
   if (cfg.contains("communication_data_type") && !cfg["communication_data_type"].is_null()) {
@@ -473,7 +473,7 @@ nlohmann::json DeepSpeedConfig::to_json() const {
           {"train_batch_size", opt(batch.train_batch_size)},
           {"train_micro_batch_size_per_gpu", opt(batch.micro_batch)},
           {"gradient_accumulation_steps", opt(batch.grad_acc)},
-          {"precision", precision},
+          {"precision", kPrecisionNames.name(precision)},
           {"grad_dtype", grad_dtype == DType::kF32 ? "fp32" : "fp16"},
           {"comm_backend_name", comm_backend},
           {"cuda_aware", cuda_aware},
@@ -496,9 +496,9 @@ std::vector<std::string> deepspeed_fields_ignored_by(const DeepSpeedConfig& c,
     for (const char* k :
          {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"})
       if (c.raw.contains(k)) out.push_back(fmt::format("{} is not used by {}", f(k), engine));
-  if (!used("precision") && c.precision != "fp32")
+  if (!used("precision") && c.precision != Precision::kFp32)
     out.push_back(fmt::format("{}.enabled is not modelled by {}, which computes in fp32",
-                              f(c.precision.c_str()), engine));
+                              f(kPrecisionNames.name(c.precision)), engine));
   if (!used("backend") && c.comm_backend != "nccl")
     out.push_back(fmt::format("{}.params.comm_backend_name = \"{}\" is not used by {}",
                               f("optimizer"), c.comm_backend, engine));

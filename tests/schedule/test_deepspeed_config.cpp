@@ -58,7 +58,7 @@ TEST(DeepSpeedConfig, ReadsTheTutorialsOneBitAdamBlock) {
   const DeepSpeedConfig c = parse(kTutorial);
   EXPECT_EQ(c.optimizer.kind, OptimizerKind::kOneBitAdam);
   EXPECT_EQ(c.optimizer.as<OneBitAdamParams>().freeze_step, 23000);
-  EXPECT_EQ(c.precision, "fp16");
+  EXPECT_EQ(c.precision, Precision::kFp16);
   EXPECT_EQ(c.grad_dtype, DType::kF16);
   EXPECT_EQ(c.comm_backend, "nccl");
   EXPECT_FALSE(c.total_steps.has_value());
@@ -204,7 +204,7 @@ TEST(DeepSpeedConfig, ReadsBackendPrecisionAndRunLength) {
       "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 5000}}})");
   EXPECT_EQ(c.comm_backend, "mpi");
   EXPECT_TRUE(c.cuda_aware);
-  EXPECT_EQ(c.precision, "bf16");
+  EXPECT_EQ(c.precision, Precision::kBf16);
   EXPECT_EQ(c.grad_dtype, DType::kF16);
   ASSERT_TRUE(c.total_steps);
   EXPECT_EQ(*c.total_steps, 5000);
@@ -213,7 +213,7 @@ TEST(DeepSpeedConfig, ReadsBackendPrecisionAndRunLength) {
       "communication_data_type": "fp32", "optimizer": {"type": "Adam"}})");
   EXPECT_EQ(fp32.grad_dtype, DType::kF32);
   const auto plain = parse(R"({"train_batch_size": 8, "optimizer": {"type": "Adam"}})");
-  EXPECT_EQ(plain.precision, "fp32");
+  EXPECT_EQ(plain.precision, Precision::kFp32);
   EXPECT_EQ(plain.grad_dtype, DType::kF32);
 }
 

@@ -17,9 +17,16 @@
 #include <string>
 #include <vector>
 
+#include "clbo/core/names.hpp"
 #include "clbo/schedule/config.hpp"
 
 namespace clbo {
+
+// The engine's compute precision; the spellings are DeepSpeed's block names (and the
+// "precision" field of a resolved config in results).
+enum class Precision { kFp32, kFp16, kBf16 };
+inline constexpr auto kPrecisionNames = name_table<Precision>(
+    {{Precision::kFp32, "fp32"}, {Precision::kFp16, "fp16"}, {Precision::kBf16, "bf16"}});
 
 // DeepSpeed's three batch fields as the config states them; any two determine the third.
 struct DeepSpeedBatch {
@@ -48,8 +55,8 @@ struct DeepSpeedConfig {
   // Lamb; their ablations likewise), or nullopt when the optimizer is uncompressed.
   std::optional<OptimizerConfig> baseline;
   DeepSpeedBatch batch;
-  // "fp16", "bf16" or "fp32": fp16.enabled / bf16.enabled, as DeepSpeed's engine selects.
-  std::string precision = "fp32";
+  // fp16.enabled / bf16.enabled, as DeepSpeed's engine selects.
+  Precision precision = Precision::kFp32;
   // The dtype gradients are averaged in: 2-byte under fp16 or bf16 (kF16 stands for both:
   // the bytes on the wire are what the simulator counts), fp32 otherwise or with
   // fp32_allreduce / communication_data_type "fp32".
