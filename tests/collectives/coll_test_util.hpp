@@ -78,15 +78,21 @@ inline bool finishes_within(std::chrono::seconds limit, std::function<void()> fn
                             std::exception_ptr* error) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> fut = done->get_future();
-  std::thread([done, fn = std::move(fn)] {
+  std::thread worker([done, fn = std::move(fn)] {
     try {
       fn();
       done->set_value();
     } catch (...) {
       done->set_exception(std::current_exception());
     }
-  }).detach();
-  if (fut.wait_for(limit) != std::future_status::ready) return false;
+  });
+  if (fut.wait_for(limit) != std::future_status::ready) {
+    worker.detach();  // hung: the test fails and the process ends with it
+    return false;
+  }
+  // Joined, not detached: the worker's last release of the shared state (and of the exception
+  // in it) then happens before the caller reads the exception (ThreadSanitizer saw a race).
+  worker.join();
   try {
     fut.get();
   } catch (...) {
