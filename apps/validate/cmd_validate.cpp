@@ -194,6 +194,9 @@ int run_validate(const Args& a) {
   const std::vector<double> load_start = loadavg();
   WorkDir work(a.keep_work);
   write_json(work.path() / "load-start.json", load_start);
+  // The contention divisor of the simulations is the measuring machine's, also when the
+  // folder is resimulated elsewhere.
+  write_json(work.path() / "machine.json", {{"cpus", clbo::validate::machine_cpus()}});
   const Tools tools{self, work.path().string()};
   say(fmt::format("{}: {} emulated clusters; work folder {}", spec.file, spec.clusters.size(),
                   work.path().string()));
@@ -270,8 +273,18 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
         read_calibration(read_json(dir / "calibration.json"), (dir / "calibration.json").string()));
   const nlohmann::json measured = read_json(dir / "measured.json");
 
-  // 4. The simulations, cluster by cluster.
-  const int cpus = machine_cpus();
+  // 4. The simulations, cluster by cluster, at the CPU count the measurements ran on (a
+  // folder kept before machine.json existed: this machine's).
+  const fs::path mfile = dir / "machine.json";
+  int cpus = machine_cpus();
+  if (fs::exists(mfile)) {
+    const nlohmann::json m = read_json(mfile);
+    if (!m.is_object() || !m.contains("cpus") || !m["cpus"].is_number_integer() ||
+        m["cpus"].get<int64_t>() < 1 || m["cpus"].get<int64_t>() > 4096)
+      throw clbo::InputError(mfile.string(), "cpus", m.is_object() ? m.value("cpus", nlohmann::json()).dump() : m.dump(),
+                             "expected the measuring machine's CPU count, 1..4096");
+    cpus = m["cpus"].get<int>();
+  }
   std::vector<nlohmann::json> cases;
   nlohmann::json clusters = nlohmann::json::array();
   for (size_t i = 0; i < spec.clusters.size(); ++i) {

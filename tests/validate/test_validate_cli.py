@@ -148,6 +148,27 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
         fail("--resimulate gave other cases than the run that measured them")
     if redone.get("resimulated", {}).get("work_folder") != work or "resimulated" in doc:
         fail("a resimulated result must say so, and only it: %s" % redone.get("resimulated"))
+    # The contention is the measuring machine's: machine.json is read, not this CPU count.
+    mfile = os.path.join(work, "machine.json")
+    kept = json.load(open(mfile))
+    if kept.get("cpus") != doc["machine"]["cpus"]:
+        fail("machine.json %s disagrees with the result's machine.cpus %s"
+             % (kept, doc["machine"]["cpus"]))
+    json.dump({"cpus": kept["cpus"] * 16}, open(mfile, "w"))
+    wider = os.path.join(tmp, "wider.json")
+    r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", wider, "-q"],
+                       capture_output=True, text=True, timeout=300, cwd=src)
+    if r.returncode != 0:
+        fail("--resimulate at 16x the CPUs: exit %d\n%s" % (r.returncode, r.stderr[-3000:]))
+    w = json.load(open(wider))
+    if w["machine"]["cpus"] != kept["cpus"] * 16 or w["cases"] == doc["cases"]:
+        fail("--resimulate did not simulate the CPU count machine.json records")
+    json.dump({"cpus": "two"}, open(mfile, "w"))
+    r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", wider + ".bad"],
+                       capture_output=True, text=True, timeout=300, cwd=src)
+    if r.returncode != 2 or "machine.json" not in r.stderr or os.path.exists(wider + ".bad"):
+        fail("a malformed machine.json: exit %d, %s" % (r.returncode, r.stderr))
+    json.dump(kept, open(mfile, "w"))
     grid["probes"]["bulk_seconds"] = 2.0
     other = os.path.join(tmp, "other.json")
     json.dump(grid, open(other, "w"))
