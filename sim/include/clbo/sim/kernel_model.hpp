@@ -4,6 +4,7 @@
 // implementation.hpp instead.
 #pragma once
 #include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -22,6 +23,10 @@ struct KernelModel {
   // Measured rates in elements per second (0: use the roofline), from `clbo bench kernels`
   // Google Benchmark JSON (CPU or CUDA binary): see load_kernel_bench().
   double compress_eps = 0, unpack_eps = 0, server_eps = 0, compact_eps = 0, mask_eps = 0;
+  // The server step's rate per element of its slice by the pieces p it decodes, where the
+  // benchmark names p (the CPU binary's c:<c>/p:<p>); server_s interpolates the time per
+  // element linearly in p between them, and takes the nearest outside. Empty: server_eps.
+  std::map<int, double> server_eps_by_p;
   std::string measured_from;
   nlohmann::json to_json() const;
   double seconds(double bytes) const { return bytes / (hbm_Bps * efficiency); }
@@ -37,8 +42,10 @@ struct KernelModel {
 
 // Reads `clbo bench kernels` output (Google Benchmark JSON: "benchmarks" with "name" and
 // "items_per_second") into k: BM_compress_fused/BM_Compress, BM_unpack_scale/BM_Unpack,
-// BM_server_step/BM_ServerStep, BM_compact/BM_MaskCompact, BM_random_mask/BM_RandomMask,
-// each at its largest size. Kernels missing from the file keep the roofline.
+// BM_server_step/BM_ServerStep (by p where named), BM_compact/BM_MaskCompact,
+// BM_random_mask/BM_RandomMask, each at its largest size: the rate streaming from memory,
+// which the emulated cluster's calls ran nearer than the in-cache one (docs/validation.md,
+// "Kernel rates"). Kernels missing from the file keep the roofline.
 void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file);
 
 }  // namespace clbo::sim

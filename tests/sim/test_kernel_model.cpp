@@ -1,0 +1,75 @@
+// The measured kernel rates (kernel_model.hpp): each kernel at the largest size the benchmark
+// ran (streaming from memory), the server step by the pieces p it decodes where the CPU
+// binary names them (c:<c>/p:<p>), and the CUDA binary's unnamed arguments.
+#include <gtest/gtest.h>
+
+#include "clbo/sim/kernel_model.hpp"
+#include "clbo_test/rejection.hpp"
+
+namespace clbo::sim {
+namespace {
+
+nlohmann::json row(const std::string& name, double items_per_s) {
+  return {{"name", name}, {"run_type", "iteration"}, {"items_per_second", items_per_s}};
+}
+
+// Two sizes per kernel, as the CPU binary writes them.
+nlohmann::json cpu_bench() {
+  return {{"benchmarks",
+           {row("BM_compress_fused/1048576/real_time", 2e9),
+            row("BM_compress_fused/67108864/real_time", 5e8),
+            row("BM_unpack_scale/67108864/real_time", 4e9),
+            row("BM_unpack_scale/1048576/real_time", 8e9),  // order does not matter
+            row("BM_server_step/c:1048576/p:4/real_time", 8e8),
+            row("BM_server_step/c:1048576/p:8/real_time", 4e8),
+            row("BM_server_step/c:67108864/p:4/real_time", 6e8),
+            row("BM_server_step/c:67108864/p:8/real_time", 3e8),
+            {{"name", "BM_compress_fused/67108864/real_time_mean"},
+             {"run_type", "aggregate"},
+             {"items_per_second", 1.0}}}}};
+}
+
+TEST(KernelModel, EachKernelAtItsLargestSizeAndTheServerByP) {
+  KernelModel k;
+  load_kernel_bench(k, cpu_bench(), "k.json");
+  EXPECT_DOUBLE_EQ(k.compress_eps, 5e8) << "the aggregate row is not a measurement";
+  EXPECT_DOUBLE_EQ(k.unpack_eps, 4e9);
+  EXPECT_DOUBLE_EQ(k.worker_compress_s(1 << 20), (1 << 20) / 5e8);
+  // The server's rate is the largest slice's (c:67108864, not the first row's c:1048576).
+  ASSERT_EQ(k.server_eps_by_p.size(), 2u);
+  EXPECT_DOUBLE_EQ(k.server_eps_by_p.at(4), 6e8);
+  EXPECT_DOUBLE_EQ(k.server_eps_by_p.at(8), 3e8);
+  // Slice c = n / p; between the measured p the time per element is linear in p.
+  const double c = 1 << 20;
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{4} << 20, 4), c / 6e8);
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{8} << 20, 8), c / 3e8);
+  EXPECT_NEAR(k.server_s(size_t{6} << 20, 6), c * (0.5 / 6e8 + 0.5 / 3e8), 1e-12);
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{2} << 20, 2), c / 6e8) << "below p = 4: p = 4's";
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{16} << 20, 16), c / 3e8) << "above p = 8: p = 8's";
+  EXPECT_EQ(k.to_json()["measured"]["server_items_per_s_by_p"]["8"], 3e8);
+}
+
+TEST(KernelModel, CudaNamesAreUnnamedArgumentsAndAFileWithoutKernelsIsRefused) {
+  KernelModel k;
+  load_kernel_bench(k,
+                    {{"benchmarks",
+                      {row("BM_Compress/1048576/manual_time", 5e10),
+                       row("BM_Compress/67108864/iterations:30/manual_time", 3e10),
+                       row("BM_ServerStep/16777216/iterations:30/manual_time", 2e10)}}},
+                    "cuda.json");
+  EXPECT_DOUBLE_EQ(k.compress_eps, 3e10);
+  EXPECT_DOUBLE_EQ(k.server_eps, 2e10);
+  EXPECT_TRUE(k.server_eps_by_p.empty()) << "the CUDA binary does not name p";
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{4} << 24, 4), (1 << 24) / 2e10);
+  EXPECT_EQ(k.unpack_eps, 0.0) << "missing kernels keep the roofline";
+  const std::string msg = clbo::test::rejection_message([] {
+    KernelModel m;
+    // json::array: clang reads a one-entry {x} as a copy of x, not an array.
+    load_kernel_bench(m, {{"benchmarks", nlohmann::json::array({row("BM_memcpy/64", 1)})}},
+                      "x.json");
+  });
+  EXPECT_TRUE(clbo::test::contains(msg, "found none of BM_compress_fused")) << msg;
+}
+
+}  // namespace
+}  // namespace clbo::sim
