@@ -281,7 +281,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const nlohmann::json m = read_json(mfile);
     if (!m.is_object() || !m.contains("cpus") || !m["cpus"].is_number_integer() ||
         m["cpus"].get<int64_t>() < 1 || m["cpus"].get<int64_t>() > 4096)
-      throw clbo::InputError(mfile.string(), "cpus", m.is_object() ? m.value("cpus", nlohmann::json()).dump() : m.dump(),
+      throw clbo::InputError(mfile.string(), "cpus",
+                             m.is_object() ? m.value("cpus", nlohmann::json()).dump() : m.dump(),
                              "expected the measuring machine's CPU count, 1..4096");
     cpus = m["cpus"].get<int>();
   }

@@ -183,7 +183,9 @@ const std::vector<std::string>& nccl_op_names() {
   return v;
 }
 
-const char* op_name(Op op) { return kOpNames.name(op); }
+const char* op_name(Op op) {
+  return kOpNames.name(op);
+}
 
 uint64_t parse_size(const std::string& text, const std::string& flag) {
   const char* begin = text.c_str();

@@ -1,10 +1,10 @@
 #include "clbo/sim/kernel_model.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <string>
-#include <cstdlib>
 #include <vector>
 
 #include "clbo/core/error.hpp"

@@ -83,8 +83,7 @@ TEST(Sweep, ClusterFieldsEditEveryClusterInlined) {
 // file's relative layout path is kept pointing at the same file.
 TEST(Sweep, WorkloadFieldsEditACopyOfThePresetOrFile) {
   auto points = sweep_points(
-      experiment(), {parse_set_flag("workload.compute.memory_bound_fraction=0.1,0.2")},
-      "exp.json");
+      experiment(), {parse_set_flag("workload.compute.memory_bound_fraction=0.1,0.2")}, "exp.json");
   ASSERT_EQ(points.size(), 2u);
   const nlohmann::json& w = points[1].doc["simulate"]["workload"];
   ASSERT_TRUE(w.is_object());
