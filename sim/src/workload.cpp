@@ -43,16 +43,21 @@ int int_field(ConfigReader& r, const std::string& key, int def, int min) {
   return r.integer<int>(key, def, min, kMax.at(key));
 }
 
+// A tensors file named by a workload file: relative to the workload file when it is there,
+// else to the working directory.
+std::string layout_path(const std::string& path, const std::string& file) {
+  const std::filesystem::path base = std::filesystem::path(file).parent_path();
+  if (std::filesystem::path(path).is_relative() && !base.empty() &&
+      std::filesystem::exists(base / path))
+    return (base / path).string();
+  return path;
+}
+
 void parse_layout(Workload& w, const nlohmann::json& obj, const std::string& file,
                   const std::string& field) {
-  // A tensors file (scripts/export_layout.py writes one), relative to the workload file
-  // when it is there, else to the working directory.
+  // A tensors file (scripts/export_layout.py writes one).
   if (obj.is_string()) {
-    std::string path = obj.get<std::string>();
-    const std::filesystem::path base = std::filesystem::path(file).parent_path();
-    if (std::filesystem::path(path).is_relative() && !base.empty() &&
-        std::filesystem::exists(base / path))
-      path = (base / path).string();
+    const std::string path = layout_path(obj.get<std::string>(), file);
     w.layout = ParamLayout::from_json(load_json_file_named_by(path, file, field), path);
     return;
   }
@@ -376,13 +381,9 @@ nlohmann::json workload_json(const nlohmann::json& ref, const std::string& where
   if (s.size() > 5 && s.substr(s.size() - 5) == ".json") {
     nlohmann::json j = load_json_file_named_by(s, where, field);
     if (from) *from = s;
-    // parse_layout's rule, applied here so the object no longer depends on its file.
-    if (j.is_object() && j.contains("layout") && j["layout"].is_string()) {
-      const std::filesystem::path layout = j["layout"].get<std::string>();
-      const std::filesystem::path base = std::filesystem::path(s).parent_path();
-      if (layout.is_relative() && !base.empty() && std::filesystem::exists(base / layout))
-        j["layout"] = (base / layout).string();
-    }
+    // Resolved here, so the object no longer depends on where its file is.
+    if (j.is_object() && j.contains("layout") && j["layout"].is_string())
+      j["layout"] = layout_path(j["layout"].get<std::string>(), s);
     return j;
   }
   if (from) *from = preset_path("workloads", s);
