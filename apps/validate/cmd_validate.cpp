@@ -194,9 +194,10 @@ int run_validate(const Args& a) {
   const std::vector<double> load_start = loadavg();
   WorkDir work(a.keep_work);
   write_json(work.path() / "load-start.json", load_start);
-  // The contention divisor of the simulations is the measuring machine's, also when the
-  // folder is resimulated elsewhere.
-  write_json(work.path() / "machine.json", {{"cpus", clbo::validate::machine_cpus()}});
+  // One CPU count for the calibration's workers and the simulations' contention divisor, kept
+  // in the folder so a resimulation elsewhere divides by the measuring machine's.
+  const int cpus = clbo::validate::machine_cpus();
+  write_json(work.path() / "machine.json", {{"cpus", cpus}});
   const Tools tools{self, work.path().string()};
   say(fmt::format("{}: {} emulated clusters; work folder {}", spec.file, spec.clusters.size(),
                   work.path().string()));
@@ -213,7 +214,6 @@ int run_validate(const Args& a) {
   // alone ran 1.2x faster than beside another (shared caches and memory bandwidth), so the
   // simulated steps were that much short (docs/validation.md, "CPU contention").
   if (spec.steps.enabled) {
-    const int cpus = clbo::validate::machine_cpus();
     say(
         fmt::format("calibrating the compute of {} workers at once, one per CPU (clbo train, "
                     "local backend)",

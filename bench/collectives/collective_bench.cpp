@@ -300,18 +300,17 @@ void validate(const CollectiveBenchConfig& c) {
     // nccl-tests' -m puts the calls of one iteration in one ncclGroupStart/End, so NCCL
     // launches them together; back-to-back calls would measure something else.
     const std::string m = std::to_string(c.agg_iters);
+    const char* meaning = "nccl-tests' calls aggregated into one NCCL group launch";
     if (c.backend != "nccl")
-      throw InputError(kWhere, "-m", m,
-                       fmt::format("nccl-tests' calls aggregated into one NCCL group launch; "
-                                   "the {} backend has no group launch (-m 1)",
-                                   c.backend));
+      throw InputError(
+          kWhere, "-m", m,
+          fmt::format("{}; the {} backend has no group launch (-m 1)", meaning, c.backend));
     for (const char* multi : {"compressed", "sparse"})
       if (contains(colls, multi))
         throw InputError(kWhere, "-m", m,
-                         fmt::format("nccl-tests' calls aggregated into one NCCL group launch; "
-                                     "{}'s kernels between its NCCL calls read results a group "
-                                     "would defer to its end (-m 1)",
-                                     multi));
+                         fmt::format("{}; {}'s kernels between its NCCL calls read results a "
+                                     "group would defer to its end (-m 1)",
+                                     meaning, multi));
     if (c.blocking == 1 || c.blocking == 2)
       throw InputError(kWhere, "-m", m,
                        fmt::format("with -z {} each call would wait inside the NCCL group, "
