@@ -74,6 +74,7 @@ std::vector<std::string> types_of(Op op, const CollectiveBenchConfig& c) {
 }
 
 nlohmann::json half_json(const Sweep& run, const Row& row, const Half& h, int p) {
+  if (!h.ran) return nullptr;  // --halves native left it out
   const Bandwidths b = bandwidths(row, h, p);
   nlohmann::json j;
   j["time_us"] = h.time_us;  // with -C 1 the time to issue the calls (definitions say so)
@@ -220,6 +221,7 @@ void validate(const CollectiveBenchConfig& c) {
   if (colls.empty()) throw InputError(kWhere, "--collective", "''", "name at least one collective");
   for (const auto& o : colls) require_name("--collective", o, collective_names(), "collective");
   require_name("--backend", c.backend, backend_names(), "backend");
+  require_name("--halves", c.halves, {"both", "native"}, "choice of halves");
   // -o is nccl-tests' reduction op; clbo's own --op of earlier versions is --collective.
   std::vector<std::string> ops = nccl_op_names();
   ops.push_back("all");
@@ -423,8 +425,11 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
   // process as nccl-tests counts them, and the mean busbw over every half of every row.
   uint64_t failed = 0, wrong = 0;
   double bw_sum = 0;
+  size_t halves_run = 0;
   for (const Row& r : rows)
     for (const Half* h : {&r.out_of_place, &r.in_place}) {
+      if (!h->ran) continue;
+      ++halves_run;
       failed += h->wrong > 0;
       wrong += h->wrong;
       bw_sum += bandwidths(r, *h, p).busbw;
@@ -432,7 +437,7 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
   const uint64_t threads_total =
       static_cast<uint64_t>(std::max<int64_t>(1, p / std::max<int64_t>(1, cfg.ngpus)));
   const uint64_t out_of_bounds = failed * threads_total;
-  const double avg_bw = rows.empty() ? 0.0 : bw_sum / static_cast<double>(2 * rows.size());
+  const double avg_bw = halves_run ? bw_sum / static_cast<double>(halves_run) : 0.0;
   const char* min_bw_env = std::getenv("NCCL_TESTS_MIN_BW");
   const double min_bw = min_bw_env ? std::atof(min_bw_env) : -1;
   const bool bw_ok = min_bw < 0 || avg_bw >= min_bw * 0.9;
@@ -466,6 +471,7 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
     config["p"] = p;
     config["sparse_k"] = cfg.sparse_k;
     config["seed"] = cfg.seed;
+    config["halves"] = cfg.halves;
     result["config"] = config;
     result["environment"] = environment_json();
     result["backend"] = describe;
@@ -478,9 +484,9 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
                      kAverage[cfg.average], cfg.iters, cfg.agg_iters,
                      cfg.report_cputime ? ", the time to issue them (-C 1, cputime)" : "")},
         {"half",
-         "out_of_place and in_place hold both halves; the row's own time_us, bandwidths and "
-         "wrong are those of the half named here, the one the collective runs without a "
-         "staging copy"},
+         "out_of_place and in_place hold both halves (null: left out by --halves native); the "
+         "row's own time_us, bandwidths and wrong are those of the half named here, the one "
+         "the collective runs without a staging copy"},
         {"count",
          "nccl-tests' count: elements per rank (allreduce, compressed, sparse), per "
          "peer (alltoall) or contributed per rank (allgather)"},

@@ -58,6 +58,9 @@ struct CollectiveBenchConfig {
   std::string algo = "default";  // mpi: allreduce native|ring, compressed gather|alltoall
   double sparse_k = 0.1;         // sparse: kept fraction
   uint64_t seed = 0;
+  // --halves: "both" (nccl-tests: out-of-place, then in-place) or "native", only the half the
+  // collective runs without a staging copy (the one each row's own time reports).
+  std::string halves = "both";
   // nccl-tests' flags at nccl-tests' defaults (src/common.cu).
   std::string op = "sum";          // -o: reduction op (or all)
   std::string datatype = "float";  // -d: element type (or all)

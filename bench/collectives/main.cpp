@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sparse-k", cfg.sparse_k, "sparse: fraction of elements kept")
       ->capture_default_str();
+  app.add_option("--halves", cfg.halves,
+                 "both (as nccl-tests: out-of-place, then in-place) or native: only the half "
+                 "the collective runs without a staging copy, the other half's columns N/A "
+                 "(halves the time; clbo validate uses it)")
+      ->capture_default_str();
   app.add_option("--seed", cfg.seed, "Seed of the inputs and the sparse mask")
       ->transform(decimal_integer<uint64_t>())
       ->capture_default_str();

@@ -69,6 +69,10 @@ void print_preamble(const Sweep& run, int p) {
         "barrier \n");
   if (c.run_cycles == 0)
     std::printf("# -N 0: the sweep repeats until stopped; no JSON result is written\n");
+  if (c.halves == "native")
+    std::printf(
+        "# --halves native: only the half each collective runs without a staging copy is "
+        "timed; the other half prints N/A\n");
   std::printf("#\n");
   for (const Case& k : run.cases) {
     if (&k != &run.cases.front() && k.op == (&k - 1)->op) continue;
@@ -105,6 +109,11 @@ void print_row(const Sweep& run, const Row& row, int p) {
                                  row.shape.call_count, row.c.type, redop_of(row.c.op), -1);
   std::string eq;
   for (const Half* h : {&row.out_of_place, &row.in_place}) {
+    if (!h->ran) {  // --halves native left it out
+      line += fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", "N/A", "N/A", "N/A", "N/A");
+      eq += fmt::format("  {:>8}", "N/A");
+      continue;
+    }
     const Bandwidths b = bandwidths(row, *h, p);
     line += fmt::format("  {}  {}  {}  {}", fit(h->time_us, 7), fit(b.algbw, 6), fit(b.busbw, 6),
                         wrong_text(run, h->wrong));

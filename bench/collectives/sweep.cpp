@@ -37,6 +37,7 @@ Half time_half(RankOps& ops, const Sweep& run, Op op) {
   using clock = std::chrono::steady_clock;
   const auto& c = run.cfg;
   Half h;
+  h.ran = true;
   ops.prepare_timing();
   ops.run();  // nccl-tests' sync call before timing
   ops.finish();
@@ -116,10 +117,15 @@ std::vector<Row> sweep(RankOps& ops, const Sweep& run) {
         ops.setup(k, row.shape.buffer_count);
         ops.set_in_place(true);
         row.wire_bytes = ops.max_over_ranks_u64(ops.run_counted());
-        ops.set_in_place(false);
-        row.out_of_place = time_half(ops, run, k.op);
-        ops.set_in_place(true);
-        row.in_place = time_half(ops, run, k.op);
+        const bool native_in = native_in_place(k.op, run.cfg.backend);
+        if (run.cfg.halves == "both" || !native_in) {
+          ops.set_in_place(false);
+          row.out_of_place = time_half(ops, run, k.op);
+        }
+        if (run.cfg.halves == "both" || native_in) {
+          ops.set_in_place(true);
+          row.in_place = time_half(ops, run, k.op);
+        }
         if (run.cfg.report_timestamps) row.timestamp = now_text();
         if (root) {
           print_row(run, row, p);

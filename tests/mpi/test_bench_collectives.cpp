@@ -289,6 +289,46 @@ TEST(BenchCollectives, EveryOpChecksCleanCountsPlanBytesAndRepeatsExactly) {
   fs::remove_all(dir);
 }
 
+// --halves native times only the half without a staging copy (the row's own fields, which
+// validate reads); the other half is null in the JSON and N/A in the table, and the footer
+// averages over the halves that ran. The default runs both, as nccl-tests does.
+TEST(BenchCollectives, HalvesNativeTimesOnlyTheUnstagedHalf) {
+  const fs::path dir = fs::temp_directory_path() / ("clbo_bench_hn_" + std::to_string(::getpid()));
+  CollectiveBenchConfig c;
+  c.collectives = {"allreduce", "allgather", "compressed"};
+  c.nthreads = 3;
+  c.min_bytes = "3K";
+  c.max_bytes = "3K";
+  c.iters = 2;
+  c.check = 1;
+  c.halves = "native";
+  c.output_file = (dir / "n.json").string();
+  const auto j = run_to_json(c);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["config"]["halves"], "native");
+  double bw = 0;
+  for (const auto& row : j["rows"]) {
+    const std::string ran = row["half"], other = ran == "in_place" ? "out_of_place" : "in_place";
+    EXPECT_EQ(ran == "in_place",
+              native_in_place(*kOpNames.find(row["op"].get<std::string>()), "local"))
+        << row.dump();
+    EXPECT_TRUE(row[other].is_null()) << row.dump();
+    EXPECT_EQ(row[ran]["wrong"], 0) << row.dump();
+    EXPECT_GT(row[ran]["time_us"].get<double>(), 0.0) << row.dump();
+    EXPECT_EQ(row["time_us"], row[ran]["time_us"]) << row.dump();
+    bw += row["busbw_GBps"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(j["average_bus_bandwidth"]["bandwidth"].get<double>(), bw / 3);
+  c.halves = "both";
+  c.output_file = (dir / "b.json").string();
+  for (const auto& row : run_to_json(c)["rows"])
+    for (const char* half : {"out_of_place", "in_place"})
+      EXPECT_GT(row[half]["time_us"].get<double>(), 0.0) << half << " " << row.dump();
+  c.halves = "one";
+  EXPECT_NE(error_of(c).find("'--halves' = one"), std::string::npos) << error_of(c);
+  fs::remove_all(dir);
+}
+
 // pingpong: rank 0's bytes go to rank 1 and back unchanged; time is half the round trip,
 // wire bytes one message; it needs two ranks and is not offered on nccl.
 TEST(BenchCollectives, PingpongEchoesExactlyAndNeedsTwoRanks) {

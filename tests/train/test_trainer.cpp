@@ -396,6 +396,43 @@ TEST(TrainRun, ThreadsDoNotChangeResults) {
   }
 }
 
+// "evaluate": false (clbo validate's timing runs) skips every evaluation and changes nothing
+// else: the same losses, bytes and final parameters, no eval entries, null accuracies and
+// training-set loss, and a summary that still counts the runs. eval_every beside it is an
+// error: it would have no meaning.
+TEST(TrainRun, EvaluateFalseSkipsEvaluationsOnly) {
+  json j = base_experiment();
+  j["runs"].push_back(json::parse(
+      R"({"label": "SLAMB", "optimizer": {"type": "Slamb", "params": {"lr": 0.01, "local_steps": 3}}})"));
+  const json with = run(j);
+  j.erase("eval_every");
+  j["evaluate"] = false;
+  const json without = run(j);
+  EXPECT_EQ(without["resolved"]["eval_every"], nullptr);
+  EXPECT_EQ(without["resolved"]["evaluated_params"], "none (\"evaluate\": false)");
+  ASSERT_EQ(with["runs"].size(), without["runs"].size());
+  for (size_t i = 0; i < with["runs"].size(); ++i) {
+    const json& a = with["runs"][i];
+    const json& b = without["runs"][i];
+    EXPECT_EQ(b["status"], "complete");
+    EXPECT_FALSE(a["eval"].empty());
+    EXPECT_TRUE(b["eval"].empty());
+    EXPECT_TRUE(b["final_test_accuracy"].is_null());
+    EXPECT_TRUE(b["final_train_set_loss"].is_null());
+    EXPECT_TRUE(a["final_train_set_loss"].is_number());
+    for (const char* k : {"train_loss", "bytes_sent_per_worker_per_step", "final_params_fnv1a64"})
+      EXPECT_EQ(a[k].dump(), b[k].dump()) << k;
+  }
+  for (const json& e : without["summary"]) {
+    EXPECT_EQ(e["seeds_run"], 1);
+    EXPECT_EQ(e["seeds_not_complete"], 0);
+  }
+  j["eval_every"] = 2;
+  const std::string msg = parse_error(j);
+  EXPECT_TRUE(contains(msg, "eval_every")) << msg;
+  EXPECT_TRUE(contains(msg, "\"evaluate\": false")) << msg;
+}
+
 // The product kernel never changes a number: the AVX2+FMA kernel and the portable std::fma
 // loops give the same document (only the recorded kernel name differs). Together with the
 // portable exp/log and -ffp-contract=off this is what makes results independent of the CPU.

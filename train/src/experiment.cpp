@@ -312,6 +312,9 @@ ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file
       r.fail("epochs",
              fmt::format("gives {} steps, more than the {} a run may have", s.steps, kMaxSteps));
   }
+  s.evaluate = r.boolean("evaluate", true);
+  if (!s.evaluate && j.contains("eval_every"))
+    r.fail("eval_every", "has no meaning with \"evaluate\": false (nothing is evaluated)");
   s.eval_every = r.integer("eval_every", std::max<int64_t>(1, (s.steps + 9) / 10), 1, kMaxSteps);
   s.micro_batch = r.integer("micro_batch", 256, 1, kMaxBatch);
   s.continue_after_nan = r.boolean("continue_after_nan", false);

@@ -77,7 +77,8 @@ nlohmann::json summarize_runs(const ExperimentSpec& spec, const nlohmann::json& 
       if (r.contains("nan_step")) l.nan_steps.push_back(r.at("nan_step").get<int64_t>());
       continue;
     }
-    l.acc[r.at("seed").get<uint64_t>()] = r.at("final_test_accuracy").get<double>();
+    if (!r.at("final_test_accuracy").is_null())  // null: an experiment with "evaluate": false
+      l.acc[r.at("seed").get<uint64_t>()] = r.at("final_test_accuracy").get<double>();
     l.bytes.push_back(r.at("comm").at("mean_total_bytes_sent_per_worker").get<double>());
     l.train_loss.push_back(r.at("final_train_loss").get<double>());
     if (r.contains("final_train_set_loss") && !r.at("final_train_set_loss").is_null())

@@ -491,10 +491,13 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     }
     phase_per_step.push_back(phase);
     bytes_per_step.push_back(step_bytes / p);
-    if (t % spec.eval_every == 0 || t == spec.steps) record_eval(t);
-    if (opts.progress && root && (t % spec.eval_every == 0 || t == spec.steps))
-      opts.progress(fmt::format("  step {}/{} loss {:.4f} test acc {:.4f}", t, spec.steps, loss,
-                                evals.back()["test_accuracy"].get<double>()));
+    const bool report_step = t % spec.eval_every == 0 || t == spec.steps;
+    if (report_step && spec.evaluate) record_eval(t);
+    if (opts.progress && root && report_step)
+      opts.progress(spec.evaluate
+                        ? fmt::format("  step {}/{} loss {:.4f} test acc {:.4f}", t, spec.steps,
+                                      loss, evals.back()["test_accuracy"].get<double>())
+                        : fmt::format("  step {}/{} loss {:.4f}", t, spec.steps, loss));
   }
 
   nlohmann::json comm_phases = nlohmann::json::object();
@@ -551,7 +554,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   // per-step train_loss is each batch's, on the workers' own parameters before the update).
   run_json["final_train_set_loss"] = nullptr;
   run_json["final_train_set_accuracy"] = nullptr;
-  if (finished) {
+  if (finished && spec.evaluate) {
     const auto t0 = Clock::now();
     const auto& every = every_worker(workers, params, gathered);
     if (root) {
@@ -626,23 +629,24 @@ nlohmann::json train_experiment(const ExperimentSpec& spec, const FashionMnist& 
   result["environment"] = environment_json();
   // Which product kernel ran. It changes speed only: every kernel gives the same bits.
   result["environment"]["gemm_kernel"] = kernels::gemm_path_name();
-  result["resolved"] = {{"model", spec.model},
-                        {"num_params", model->num_params()},
-                        {"layout", model->layout().to_json()},
-                        {"batch_size", spec.batch_size},
-                        {"workers", spec.workers},
-                        {"shard_size", spec.batch_size / spec.workers},
-                        {"steps", spec.steps},
-                        {"epochs", static_cast<double>(spec.steps * spec.batch_size) /
-                                       static_cast<double>(data.train.n)},
-                        {"eval_every", spec.eval_every},
-                        {"micro_batch", spec.micro_batch},
-                        {"seeds", spec.seeds},
-                        {"train_examples", data.train.n},
-                        {"test_examples", data.test.n},
-                        {"evaluated_params",
-                         "replicated (all ranks equal, e.g. after a sync step), else the mean "
-                         "over the ranks"}};
+  result["resolved"] = {
+      {"model", spec.model},
+      {"num_params", model->num_params()},
+      {"layout", model->layout().to_json()},
+      {"batch_size", spec.batch_size},
+      {"workers", spec.workers},
+      {"shard_size", spec.batch_size / spec.workers},
+      {"steps", spec.steps},
+      {"epochs",
+       static_cast<double>(spec.steps * spec.batch_size) / static_cast<double>(data.train.n)},
+      {"eval_every", spec.evaluate ? nlohmann::json(spec.eval_every) : nlohmann::json(nullptr)},
+      {"micro_batch", spec.micro_batch},
+      {"seeds", spec.seeds},
+      {"train_examples", data.train.n},
+      {"test_examples", data.test.n},
+      {"evaluated_params", spec.evaluate ? "replicated (all ranks equal, e.g. after a sync step), "
+                                           "else the mean over the ranks"
+                                         : "none (\"evaluate\": false)"}};
   result["warnings"] = spec.warnings;
   std::unique_ptr<Workers> own;
   Workers* workers = opts.workers;

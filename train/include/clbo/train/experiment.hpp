@@ -47,6 +47,9 @@ struct ExperimentSpec {
   int workers = 1;
   int64_t steps = 0;
   int64_t eval_every = 0;  // steps between test evaluations (the last step always evaluates)
+  // false: no test-set or training-set evaluation at all (timing runs such as clbo validate's
+  // steps, where rank 0's evaluation would only keep the other ranks waiting).
+  bool evaluate = true;
   int64_t micro_batch = 256;
   bool continue_after_nan = false;
   std::vector<uint64_t> seeds{1};
