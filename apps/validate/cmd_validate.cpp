@@ -298,9 +298,23 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     m.record = record;
     m.jobs = bench_jobs(spec, c, tools);
     for (const BenchJob& b : m.jobs) m.bench.push_back(read_json(b.out));
-    const nlohmann::json pp_net = read_json(pingpong_out(tools, c, false));
-    const nlohmann::json pp_host =
-        c.ranks_per_host > 1 ? read_json(pingpong_out(tools, c, true)) : nlohmann::json();
+    // Every launch's result; a folder kept before there were several launches has one.
+    auto launches = [&](bool same_host) {
+      std::vector<nlohmann::json> out;
+      for (int i = 0; i < clbo::validate::kPingpongLaunches; ++i) {
+        const std::string f = pingpong_out(tools, c, same_host, i);
+        if (i == 0 || fs::exists(f)) out.push_back(read_json(f));
+      }
+      return out;
+    };
+    const std::vector<nlohmann::json> pp_net = launches(false);
+    const std::vector<nlohmann::json> pp_host =
+        c.ranks_per_host > 1 ? launches(true) : std::vector<nlohmann::json>();
+    auto rows_of = [](const std::vector<nlohmann::json>& v) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& b : v) out.push_back(b["rows"]);
+      return out;
+    };
     if (spec.steps.enabled && c.steps) m.steps = read_json(steps_out(tools, c));
     const Links links = read_links(record, pp_net, pp_host, c.id);
     const double contention = cpu_contention(c.ranks(), cpus);
@@ -322,8 +336,9 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                         {"emulation", rec},
                         {"links", links.to_json()},
                         {"mpi_pingpong",
-                         {{"between_hosts", pp_net["rows"]},
-                          {"same_host", pp_host.is_null() ? nlohmann::json() : pp_host["rows"]}}},
+                         {{"launches", pp_net.size()},
+                          {"between_hosts", rows_of(pp_net)},
+                          {"same_host", pp_host.empty() ? nlohmann::json() : rows_of(pp_host)}}},
                         {"preset", preset},
                         {"cpu_contention", contention},
                         {"all_pairs_efficiency", all_pairs},

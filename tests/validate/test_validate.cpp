@@ -61,16 +61,48 @@ TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   EXPECT_EQ(jobs[1].ops.size(), 1u);  // allreduce:ring
   const nlohmann::json plan = emu_plan(s, t);
   const auto& pj = plan["clusters"][4]["jobs"];
-  // pingpong between hosts and within one (2 ranks per host), the two bench jobs, the steps.
-  ASSERT_EQ(pj.size(), 5u);
-  EXPECT_EQ(pj[0]["map_by"], "node");
-  EXPECT_EQ(pj[1]["map_by"], "slot");
-  EXPECT_EQ(pj[4]["np"], 16);
+  // Three launches of the pingpong between hosts and within one (2 ranks per host), each
+  // to its own file, then the two bench jobs (timing only the half compared) and the steps.
+  ASSERT_EQ(pj.size(), 2u * kPingpongLaunches + 3u);
+  for (int i = 0; i < kPingpongLaunches; ++i) {
+    EXPECT_EQ(pj[2 * i]["map_by"], "node");
+    EXPECT_EQ(pj[2 * i + 1]["map_by"], "slot");
+    EXPECT_EQ(pj[2 * i]["argv"].back(), pingpong_out(t, s.clusters[4], false, i));
+  }
+  EXPECT_EQ(pj[0]["argv"].back(), "/w/" + s.clusters[4].id + "/pingpong-net.json");
+  EXPECT_EQ(pj[2]["argv"].back(), "/w/" + s.clusters[4].id + "/pingpong-net-2.json");
+  const auto& bench = pj[2 * kPingpongLaunches]["argv"];
+  EXPECT_NE(std::find(bench.begin(), bench.end(), "--halves"), bench.end()) << bench.dump();
+  EXPECT_EQ(pj.back()["np"], 16);
   EXPECT_EQ(plan["nice"], -10);
   const nlohmann::json exp = steps_experiment(s, s.clusters[4]);
   EXPECT_EQ(exp["workers"], 16);
   EXPECT_EQ(exp["batch_size"], 16 * 256);
   EXPECT_EQ(exp["runs"][1]["optimizer"]["params"]["freeze_step"], 4);
+  EXPECT_EQ(exp["evaluate"], false);  // only the steps' times are compared
+}
+
+// The MPI latencies are the median over the ping-pong's launches (one launch's is bimodal);
+// a work folder with one launch still reads.
+TEST(ValidateModel, MpiLatencyIsTheMedianOverLaunches) {
+  const nlohmann::json record = {
+      {"probes",
+       {{"tcp_pingpong", {{"half_rtt_us", {{"median", 25.0}}}}},
+        {"bulk_host_link", {{"steady_rate_Mbps", 190.0}}},
+        {"bulk_all_hosts_at_once",
+         {{{"steady_rate_Mbps", 180.0}}, {{"steady_rate_Mbps", 186.0}}}}}}};
+  auto pp = [](double us) {
+    return nlohmann::json{{"rows", {{{"op", "pingpong"}, {"time_us", us}}}}};
+  };
+  const Links l = read_links(record, {pp(80), pp(21), pp(70)}, {pp(12), pp(40), pp(30)}, "c");
+  EXPECT_DOUBLE_EQ(l.mpi_half_rtt_s, 70e-6);
+  EXPECT_DOUBLE_EQ(l.mpi_lo_half_rtt_s, 30e-6);
+  EXPECT_DOUBLE_EQ(l.tcp_half_rtt_s, 25e-6);
+  EXPECT_DOUBLE_EQ(l.all_at_once_Mbps, 183.0);
+  const Links one = read_links(record, {pp(21)}, {}, "c");
+  EXPECT_DOUBLE_EQ(one.mpi_half_rtt_s, 21e-6);
+  EXPECT_LT(one.mpi_lo_half_rtt_s, 0);
+  EXPECT_THROW(read_links(record, {}, {}, "c"), clbo::Error);
 }
 
 TEST(ValidateModel, ThePresetComesFromTheProbes) {

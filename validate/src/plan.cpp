@@ -27,8 +27,9 @@ double timeout_for(const ValidationSpec& s, const ClusterConfig& c, size_t ops) 
 std::string cluster_dir(const Tools& t, const ClusterConfig& c) {
   return t.work_dir + "/" + c.id;
 }
-std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host) {
-  return cluster_dir(t, c) + (same_host ? "/pingpong-host.json" : "/pingpong-net.json");
+std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host, int launch) {
+  const std::string n = launch == 0 ? "" : fmt::format("-{}", launch + 1);
+  return cluster_dir(t, c) + (same_host ? "/pingpong-host" : "/pingpong-net") + n + ".json";
 }
 std::string steps_out(const Tools& t, const ClusterConfig& c) {
   return cluster_dir(t, c) + "/steps.json";
@@ -85,8 +86,9 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
   nlohmann::json clusters = nlohmann::json::array();
   for (const ClusterConfig& c : s.clusters) {
     nlohmann::json jobs = nlohmann::json::array();
-    auto pingpong = [&](bool same_host) {
-      return nlohmann::json{{"id", same_host ? "pingpong-host" : "pingpong-net"},
+    auto pingpong = [&](bool same_host, int launch) {
+      const std::string n = launch == 0 ? "" : fmt::format("-{}", launch + 1);
+      return nlohmann::json{{"id", (same_host ? "pingpong-host" : "pingpong-net") + n},
                             {"mpi", true},
                             {"np", 2},
                             {"map_by", same_host ? "slot" : "node"},
@@ -114,10 +116,12 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
                               "-T",
                               "120",
                               "-J",
-                              pingpong_out(t, c, same_host)}}};
+                              pingpong_out(t, c, same_host, launch)}}};
     };
-    jobs.push_back(pingpong(false));
-    if (c.ranks_per_host > 1) jobs.push_back(pingpong(true));
+    for (int launch = 0; launch < kPingpongLaunches; ++launch) {
+      jobs.push_back(pingpong(false, launch));
+      if (c.ranks_per_host > 1) jobs.push_back(pingpong(true, launch));
+    }
     for (const BenchJob& b : bench_jobs(s, c, t)) {
       std::vector<std::string> ops, algos;
       for (const OpSpec& o : b.ops) {

@@ -44,9 +44,10 @@ struct Links {
 double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c, const Links& l);
 
 // From the emulation's record of one cluster (clbo.emu.measured/1) and the MPI ping-pong
-// results (clbo bench collectives JSON; same_host may be null).
-Links read_links(const nlohmann::json& record, const nlohmann::json& pingpong_net,
-                 const nlohmann::json& pingpong_host, const std::string& where);
+// results (clbo bench collectives JSON, one per launch; the MPI latencies are the median over
+// the launches; same_host may be empty).
+Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>& pingpong_net,
+                 const std::vector<nlohmann::json>& pingpong_host, const std::string& where);
 
 // The cluster preset JSON (parse_cluster accepts it; every section says where its numbers
 // come from) and the parsed spec. `contention` (cpu_contention) stretches MPI's per-message
