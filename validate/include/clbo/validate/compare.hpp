@@ -35,9 +35,10 @@ struct ClusterMeasurements {
   nlohmann::json steps;               // clbo train --backend mpi result, or null
 };
 
-// Compute of one worker alone, from the calibration run (clbo train, local backend, one
-// worker): the gradient of batch_per_worker examples, and per optimizer and phase the
-// optimizer's arithmetic (its step less communication and compression kernels).
+// Compute of a worker while every CPU runs one, from the calibration run (clbo train, local
+// backend, one worker per CPU): the gradient of batch_per_worker examples, and per optimizer
+// and phase the optimizer's arithmetic (its step less communication and compression
+// kernels), each the median over the steps after the first.
 struct Calibration {
   double gradient_s = 0;
   nlohmann::json optimizer_s;  // {type: {phase: seconds}}
