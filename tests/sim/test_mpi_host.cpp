@@ -1,7 +1,8 @@
 // Backend::kMpiHost: clbo's MPI backend between CPU ranks, as OpenMPI 4.1.4's libnbc runs it
 // (sim/src/expansion/mpi_host.cpp). The binomial allreduce's rounds are libnbc's exactly; linear
 // allgather and all-to-all are one round of every pair; both compressed flavours move the
-// 1-bit scheme's bytes; simulated times follow the rounds' bottlenecks.
+// 1-bit scheme's bytes; simulated times follow the rounds' bottlenecks; an all-pairs round pays
+// its software cost one peer after another.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -175,4 +176,38 @@ TEST(MpiHost, SimulatedTimesFollowTheRoundsBottlenecks) {
   lin.mpi_all_pairs_efficiency = 0;
   EXPECT_THROW(expand_call({CollKind::kAllgather, 100, DType::kF32, "x"}, 0, c, 8, kernels(), lin),
                InputError);
+}
+
+// MPI's software cost is CPU work a rank does per peer, one peer after another: an all-pairs
+// round (libnbc's linear allgather and all-to-all, the gathers of the compressed scheme)
+// starts its last message (k - 1) software latencies after its first, k the rank's peers in
+// the round; a piece and its scale to the same peer share one pass. Rings and trees, one
+// peer per round, pay one latency per round as before.
+TEST(MpiHost, AllPairsRoundsPayTheSoftwareCostOnePeerAfterAnother) {
+  ClusterSpec c = test::small_cluster(8, 1);
+  c.nic_latency_s = c.intra_latency_s = c.switch_latency_s = 0;
+  const double L = 1e-3;  // far above the wire time of the bytes below
+  c.software_latency_s = L;
+  ExpandOptions o = host();
+  o.exact = false;
+  const CommCall gather{CollKind::kAllgather, 16, DType::kF32, "x"};
+  const auto segs = expand_call(gather, 0, c, 8, kernels(), o);
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_DOUBLE_EQ(segs[0].start_latency_s, 6 * L);  // 7 peers: 1 overlapped, 6 after it
+  const auto t = simulate_programs(c, 8, {calls_program({gather}, c, 8, kernels(), o)});
+  EXPECT_NEAR(test::rel(t[0].time_s, 7 * L), 0, 0.02);
+  // p = 2: one peer, nothing serial.
+  EXPECT_DOUBLE_EQ(expand_call(gather, 0, c, 2, kernels(), o)[0].start_latency_s, 0.0);
+  // The ring pays one latency per round, nothing up front.
+  const auto ring = expand_call({CollKind::kAllreduce, 1024, DType::kF32, "g"}, 0, c, 8, kernels(),
+                                host(Algo::kRing));
+  EXPECT_DOUBLE_EQ(ring[0].start_latency_s, 0.0);
+  // DeepSpeed's gather flavour sends a piece and its scale to each root side by side: 7
+  // peers, 6 serial latencies, not 13.
+  o.mpi_gather = true;
+  for (const Segment& s : expand_call({CollKind::kCompressedAllreduce, 1 << 16, DType::kF32, "g"},
+                                      0, c, 8, kernels(), o))
+    if (!s.rounds.empty()) {
+      EXPECT_DOUBLE_EQ(s.start_latency_s, 6 * L) << s.label;
+    }
 }

@@ -12,8 +12,14 @@
 // clbo's own ring (ring_allreduce_sum, the sparse allreduce's compacted ring) runs over
 // point-to-point sendrecv steps: the CommPlan ring. The reduction arithmetic inside
 // libnbc and the ring is not charged (tens of ms at 64 MiB against seconds on the wire of
-// the emulated links); the compression kernels are compute segments as everywhere.
+// the emulated links); the compression kernels are compute segments as everywhere. MPI's
+// per-message software cost is CPU work: in an all-pairs round a rank pays it once per peer,
+// one peer after another (mpi_segment).
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
 
 #include "clbo/core/error.hpp"
 #include "clbo/plan/plan.hpp"
@@ -38,7 +44,19 @@ Segment mpi_segment(const std::string& label, int idx, std::vector<Round> rounds
                     const ClusterSpec& c, const ExpandOptions& o, bool all_pairs) {
   const double hop = mpi_hop_s(c, o);
   const double wire = all_pairs ? 1.0 / o.mpi_all_pairs_efficiency : 1.0;
-  Segment s = make_segment("MPI " + label, idx, std::move(rounds), hop, hop, 0, wire, o);
+  // The software cost is CPU work each rank does per peer, one peer after another: in an
+  // all-pairs round a rank's messages to its k peers overlap on the wire but not on its CPU,
+  // so the last leaves (k - 1) software latencies after the first. Two messages to one peer
+  // in the same round (a piece and its scale, side by side) share one progress pass.
+  double serial = 0;
+  if (all_pairs && !rounds.empty()) {
+    std::map<int, std::set<int>> peers;
+    size_t k = 0;
+    for (const Xfer& x : rounds.front())
+      k = std::max(k, (peers[x.src].insert(x.dst), peers[x.src].size()));
+    serial = static_cast<double>(k > 0 ? k - 1 : 0) * hop;
+  }
+  Segment s = make_segment("MPI " + label, idx, std::move(rounds), hop, hop, serial, wire, o);
   s.alltoall = all_pairs;
   return s;
 }
