@@ -262,14 +262,22 @@ struct Stats {
   }
 };
 
+// 0 for no values. The summaries' statistic, and the calibration's: a calibration has a few
+// steps per kind, and one step the OS preempted (seen: a 0/1 Adam sync step of 37 ms beside 7
+// and 9 ms) would carry a mean with it.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
 Stats stats(std::vector<double> e) {
   Stats s;
   s.n = e.size();
   if (e.empty()) return s;
-  std::sort(e.begin(), e.end());
-  const size_t h = e.size() / 2;
-  s.median = e.size() % 2 ? e[h] : (e[h - 1] + e[h]) / 2;
-  s.max = e.back();
+  s.max = *std::max_element(e.begin(), e.end());
+  s.median = median(std::move(e));
   return s;
 }
 
@@ -291,15 +299,6 @@ nlohmann::json Calibration::to_json() const {
            "each), steady-state medians over the steps after the first (of each optimizer and "
            "phase): the gradient, and per optimizer and phase the optimizer step less its "
            "communication and compression-kernel time"}};
-}
-
-// The median: a calibration has a few steps per kind, and one step the OS preempted (seen: a
-// 0/1 Adam sync step of 37 ms beside 7 and 9 ms) would carry a mean with it.
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
 Calibration read_calibration(const nlohmann::json& j, const std::string& file) {

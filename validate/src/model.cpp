@@ -32,13 +32,18 @@ double pingpong_s(const nlohmann::json& bench, const std::string& where) {
   throw Error(where + ": the MPI ping-pong result has no pingpong row");
 }
 
-// The median one-way time over the launches (the upper median of an even count).
+// The middle value of a probe's repeats (the upper one of an even count); v not empty.
+double upper_median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The median one-way time over the launches.
 double median_pingpong_s(const std::vector<nlohmann::json>& launches, const std::string& where) {
   if (launches.empty()) throw Error(where + ": no MPI ping-pong result");
   std::vector<double> t;
   for (const auto& b : launches) t.push_back(pingpong_s(b, where));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return upper_median(std::move(t));
 }
 
 }  // namespace
@@ -81,8 +86,7 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
   if (probes.contains("tcp_alltoall") && !probes["tcp_alltoall"].empty()) {
     std::vector<double> t;
     for (const auto& r : probes["tcp_alltoall"]) t.push_back(r["seconds"].get<double>());
-    std::sort(t.begin(), t.end());
-    l.tcp_alltoall_s = t[t.size() / 2];
+    l.tcp_alltoall_s = upper_median(std::move(t));
     l.tcp_alltoall_bytes_per_pair = probes["tcp_alltoall"][0]["bytes_per_pair"].get<double>();
   }
   if (!pp_host.empty()) l.mpi_lo_half_rtt_s = median_pingpong_s(pp_host, where + " (same host)");

@@ -22,14 +22,20 @@ double timeout_for(const ValidationSpec& s, const ClusterConfig& c, size_t ops) 
   return 120 + 10 * static_cast<double>(ops) * calls * bytes * 8 / (c.link_Mbps * 1e6);
 }
 
+// The ping-pong job of one launch, also its result's file name: pingpong-net, pingpong-net-2,
+// ... (pingpong-host for two ranks of one host).
+std::string pingpong_job_id(bool same_host, int launch) {
+  return std::string(same_host ? "pingpong-host" : "pingpong-net") +
+         (launch == 0 ? "" : fmt::format("-{}", launch + 1));
+}
+
 }  // namespace
 
 std::string cluster_dir(const Tools& t, const ClusterConfig& c) {
   return t.work_dir + "/" + c.id;
 }
 std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host, int launch) {
-  const std::string n = launch == 0 ? "" : fmt::format("-{}", launch + 1);
-  return cluster_dir(t, c) + (same_host ? "/pingpong-host" : "/pingpong-net") + n + ".json";
+  return cluster_dir(t, c) + "/" + pingpong_job_id(same_host, launch) + ".json";
 }
 std::string steps_out(const Tools& t, const ClusterConfig& c) {
   return cluster_dir(t, c) + "/steps.json";
@@ -87,8 +93,7 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
   for (const ClusterConfig& c : s.clusters) {
     nlohmann::json jobs = nlohmann::json::array();
     auto pingpong = [&](bool same_host, int launch) {
-      const std::string n = launch == 0 ? "" : fmt::format("-{}", launch + 1);
-      return nlohmann::json{{"id", (same_host ? "pingpong-host" : "pingpong-net") + n},
+      return nlohmann::json{{"id", pingpong_job_id(same_host, launch)},
                             {"mpi", true},
                             {"np", 2},
                             {"map_by", same_host ? "slot" : "node"},
