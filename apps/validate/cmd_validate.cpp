@@ -318,7 +318,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     if (spec.steps.enabled && c.steps) m.steps = read_json(steps_out(tools, c));
     const Links links = read_links(record, pp_net, pp_host, c.id);
     const double contention = cpu_contention(c.ranks(), cpus);
-    const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention);
+    const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention, c.ranks());
     const nlohmann::json preset = cluster_preset(c, links, contention);
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
     const double all_pairs = all_pairs_efficiency(cs, c, links);

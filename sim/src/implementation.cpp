@@ -333,17 +333,25 @@ double host_pipeline_s(const std::vector<Op>& ops, double launch_s, double sync_
   return std::max(host, gpu);
 }
 
+double onebit_working_set_bytes(uint64_t padded, int p) {
+  const double n = static_cast<double>(padded);
+  // The buffer and the worker error (4 B each per element), the server error of one chunk,
+  // and three bit buffers (packed, the received pieces, the server signs).
+  return n * (8.0 + 4.0 / p + 3.0 / 8.0);
+}
+
 double onebit_part_s(OnebitPart part, const KernelModel& km, const ExpandOptions& o, size_t n,
                      int p) {
   const uint64_t padded = onebit_padded_size(n, p);
   if (o.implementation == Implementation::kClbo) {
+    const double ws = onebit_working_set_bytes(padded, p) + o.resident_bytes_per_rank;
     switch (part) {
       case OnebitPart::kWorker:
-        return km.worker_compress_s(padded);
+        return km.worker_compress_s(padded, ws);
       case OnebitPart::kServer:
-        return km.server_s(padded, p);
+        return km.server_s(padded, p, ws);
       case OnebitPart::kUnpack:
-        return km.unpack_s(padded);
+        return km.unpack_s(padded, ws);
     }
   }
   const double np = static_cast<double>(padded), c = np / p;

@@ -1,6 +1,7 @@
 #include "clbo/sim/kernel_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -28,34 +29,85 @@ nlohmann::json KernelModel::to_json() const {
                      {"server_items_per_s_by_p", by_p},
                      {"compact_items_per_s", compact_eps},
                      {"mask_items_per_s", mask_eps}};
+  if (llc_sharers > 0) {
+    auto cached = [](const Cached& c) {
+      return nlohmann::json{{"items_per_s", c.eps}, {"working_set_bytes", c.working_set_bytes}};
+    };
+    nlohmann::json server = nlohmann::json::object();
+    for (const auto& [p, c] : server_cached_by_p) server[std::to_string(p)] = cached(c);
+    j["cache"] = {{"llc_bytes", llc_bytes},
+                  {"sharers", llc_sharers},
+                  {"compress", cached(compress_cached)},
+                  {"unpack", cached(unpack_cached)},
+                  {"server_by_p", server}};
+  }
   return j;
 }
 
-double KernelModel::worker_compress_s(size_t n) const {
-  if (compress_eps > 0) return static_cast<double>(n) / compress_eps;
+namespace {
+
+// Seconds for a slice of c elements decoded from p pieces, from rates by p: the time per
+// element linear in p between the measured p, the nearest one outside them.
+double by_p_s(const std::map<int, double>& eps_by_p, double c, int p) {
+  const auto lo = eps_by_p.begin();
+  const auto hi = std::prev(eps_by_p.end());
+  if (p <= lo->first) return c / lo->second;
+  if (p >= hi->first) return c / hi->second;
+  const auto b = eps_by_p.lower_bound(p);
+  if (b->first == p) return c / b->second;
+  const auto a = std::prev(b);
+  const double f = static_cast<double>(p - a->first) / (b->first - a->first);
+  return c * (1 / a->second + f * (1 / b->second - 1 / a->second));
+}
+
+}  // namespace
+
+double KernelModel::kernel_s(double streaming_s, double cached_s, double cached_ws,
+                             double working_set_bytes) const {
+  if (llc_sharers <= 0 || llc_bytes <= 0 || cached_s <= 0 || cached_ws <= 0 ||
+      working_set_bytes <= 0 || streaming_s <= cached_s)
+    return streaming_s;
+  const double total = working_set_bytes * llc_sharers;
+  if (total <= cached_ws) return cached_s;
+  if (total >= llc_bytes || llc_bytes <= cached_ws) return streaming_s;
+  const double f = std::log(total / cached_ws) / std::log(llc_bytes / cached_ws);
+  return std::exp(std::log(cached_s) + f * (std::log(streaming_s) - std::log(cached_s)));
+}
+
+double KernelModel::worker_compress_s(size_t n, double ws) const {
+  if (compress_eps > 0) {
+    const double x = static_cast<double>(n);
+    const double cached = compress_cached.eps > 0 ? x / compress_cached.eps : 0;
+    return kernel_s(x / compress_eps, cached, compress_cached.working_set_bytes, ws);
+  }
   return seconds(static_cast<double>(n) * compress_Bpe);
 }
 
-double KernelModel::server_s(size_t n, int p) const {
+double KernelModel::server_s(size_t n, int p, double ws) const {
   const double c = static_cast<double>(n) / p;
   if (!server_eps_by_p.empty()) {
-    // Time per element of the slice, linear in the pieces decoded.
-    const auto lo = server_eps_by_p.begin();
-    const auto hi = std::prev(server_eps_by_p.end());
-    if (p <= lo->first) return c / lo->second;
-    if (p >= hi->first) return c / hi->second;
-    const auto b = server_eps_by_p.lower_bound(p);
-    if (b->first == p) return c / b->second;
-    const auto a = std::prev(b);
-    const double f = static_cast<double>(p - a->first) / (b->first - a->first);
-    return c * (1 / a->second + f * (1 / b->second - 1 / a->second));
+    const double streaming = by_p_s(server_eps_by_p, c, p);
+    std::map<int, double> cached_eps;
+    double cached_ws = 0;
+    for (const auto& [q, r] : server_cached_by_p)
+      if (r.eps > 0) {
+        cached_eps[q] = r.eps;
+        // The largest of the in-cache rows' working sets: all of them fit.
+        cached_ws = std::max(cached_ws, r.working_set_bytes);
+      }
+    if (cached_eps.empty()) return streaming;
+    return kernel_s(streaming, by_p_s(cached_eps, c, p), cached_ws, ws);
   }
   if (server_eps > 0) return c / server_eps;
   return seconds(static_cast<double>(n) / 8 + c * compress_Bpe);
 }
 
-double KernelModel::unpack_s(size_t n) const {
-  if (unpack_eps > 0) return static_cast<double>(n) / unpack_eps;
+double KernelModel::unpack_s(size_t n, double ws) const {
+  if (unpack_eps > 0) {
+    const double x = static_cast<double>(n);
+    const double cached = unpack_cached.eps > 0 ? x / unpack_cached.eps : 0;
+    return kernel_s(x / unpack_eps, cached, unpack_cached.working_set_bytes, ws);
+  }
   return seconds(static_cast<double>(n) * unpack_Bpe);
 }
 
@@ -111,16 +163,18 @@ void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::s
   struct Want {
     std::vector<std::string> names;
     double* rate;
+    KernelModel::Cached* cached;  // nullptr: no in-cache rate kept
   };
-  const std::vector<Want> wants = {{{"BM_compress_fused", "BM_Compress"}, &k.compress_eps},
-                                   {{"BM_unpack_scale", "BM_Unpack"}, &k.unpack_eps},
-                                   {{"BM_server_step", "BM_ServerStep"}, &k.server_eps},
-                                   {{"BM_compact", "BM_MaskCompact"}, &k.compact_eps},
-                                   {{"BM_random_mask", "BM_RandomMask"}, &k.mask_eps}};
+  const std::vector<Want> wants = {
+      {{"BM_compress_fused", "BM_Compress"}, &k.compress_eps, &k.compress_cached},
+      {{"BM_unpack_scale", "BM_Unpack"}, &k.unpack_eps, &k.unpack_cached},
+      {{"BM_server_step", "BM_ServerStep"}, &k.server_eps, nullptr},
+      {{"BM_compact", "BM_MaskCompact"}, &k.compact_eps, nullptr},
+      {{"BM_random_mask", "BM_RandomMask"}, &k.mask_eps, nullptr}};
   int found = 0;
-  std::map<int, long> server_size_by_p;
+  std::map<int, long> server_size_by_p, cached_size_by_p;
   for (const Want& w : wants) {
-    long best_size = -1;
+    long best_size = -1, cached_size = -1;
     for (const auto& b : bench["benchmarks"]) {
       if (!b.is_object() || !b.contains("name") || !b["name"].is_string()) continue;
       if (b.value("run_type", "iteration") != "iteration" || !b.contains("items_per_second") ||
@@ -135,15 +189,43 @@ void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::s
         best_size = a.size;
         *w.rate = eps;
       }
+      // The CPU binary's counters: in_cache = 1 when the run's working set fit the cache.
+      const bool in_cache = b.contains("in_cache") && b["in_cache"].is_number() &&
+                            b["in_cache"].get<double>() == 1.0 && b.contains("working_set_bytes") &&
+                            b["working_set_bytes"].is_number();
+      const KernelModel::Cached cached{eps, in_cache ? b["working_set_bytes"].get<double>() : 0};
+      if (in_cache && w.cached && a.size > cached_size) {
+        cached_size = a.size;
+        *w.cached = cached;
+      }
       if (w.rate == &k.server_eps && a.p > 0) {
         const int p = static_cast<int>(a.p);
         if (!server_size_by_p.count(p) || a.size > server_size_by_p[p]) {
           server_size_by_p[p] = a.size;
           k.server_eps_by_p[p] = eps;
         }
+        if (in_cache && (!cached_size_by_p.count(p) || a.size > cached_size_by_p[p])) {
+          cached_size_by_p[p] = a.size;
+          k.server_cached_by_p[p] = cached;
+        }
       }
     }
     found += best_size >= 0 ? 1 : 0;
+  }
+  // The cache a CPU's cores share: sysfs's index3 size; sysconf's can be the whole socket's.
+  if (bench.contains("context") && bench["context"].is_object()) {
+    const nlohmann::json& ctx = bench["context"];
+    for (const char* key : {"llc_bytes_sysfs", "llc_bytes"}) {
+      if (!ctx.contains(key)) continue;
+      const nlohmann::json& v = ctx[key];
+      const double bytes = v.is_number()   ? v.get<double>()
+                           : v.is_string() ? std::strtod(v.get<std::string>().c_str(), nullptr)
+                                           : 0.0;
+      if (bytes > 0) {
+        k.llc_bytes = bytes;
+        break;
+      }
+    }
   }
   if (found == 0)
     throw InputError(file, "benchmarks", "(no compression kernels)",

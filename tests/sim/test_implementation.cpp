@@ -153,6 +153,25 @@ TEST(Implementation, DeepspeedKernelTimesAreTheTablesBytesAtHbmBandwidth) {
   EXPECT_DOUBLE_EQ(onebit_part_s(OnebitPart::kUnpack, km, o, n, p), km.unpack_s(np));
 }
 
+// clbo's parts hand the kernel model the rank's working set: the collective's buffers
+// (8 + 4/p + 3/8 bytes per padded element) plus what the caller keeps resident.
+TEST(Implementation, ClboPartsTimeTheirKernelsAtTheCallsWorkingSet) {
+  KernelModel km;
+  km.compress_eps = 5e8;
+  km.compress_cached = {2e9, 8e6};
+  km.llc_bytes = 32e6;
+  km.llc_sharers = 2;
+  ExpandOptions o;
+  const int p = 2;
+  const size_t n = 1 << 18, np = onebit_padded_size(n, p);
+  EXPECT_DOUBLE_EQ(onebit_working_set_bytes(np, p), np * 10.375);
+  EXPECT_DOUBLE_EQ(onebit_part_s(OnebitPart::kWorker, km, o, n, p),
+                   km.worker_compress_s(np, np * 10.375));
+  EXPECT_LT(onebit_part_s(OnebitPart::kWorker, km, o, n, p), np / 5e8) << "2 x 2.7 MB fit";
+  o.resident_bytes_per_rank = 16e6;  // a training step's state: the two ranks fill 32 MB
+  EXPECT_DOUBLE_EQ(onebit_part_s(OnebitPart::kWorker, km, o, n, p), np / 5e8);
+}
+
 TEST(Implementation, LaunchCostsGrowWithTheWorldThroughThePerRankOps) {
   const KernelModel km = v100();
   ExpandOptions o;

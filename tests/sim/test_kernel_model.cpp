@@ -1,7 +1,10 @@
 // The measured kernel rates (kernel_model.hpp): each kernel at the largest size the benchmark
 // ran (streaming from memory), the server step by the pieces p it decodes where the CPU
-// binary names them (c:<c>/p:<p>), and the CUDA binary's unnamed arguments.
+// binary names them (c:<c>/p:<p>), the CUDA binary's unnamed arguments, and the cache model:
+// the in-cache rows' rates while the sharing ranks' working sets fit.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "clbo/sim/kernel_model.hpp"
 #include "clbo_test/rejection.hpp"
@@ -69,6 +72,75 @@ TEST(KernelModel, CudaNamesAreUnnamedArgumentsAndAFileWithoutKernelsIsRefused) {
                       "x.json");
   });
   EXPECT_TRUE(clbo::test::contains(msg, "found none of BM_compress_fused")) << msg;
+}
+
+// The CPU binary's in-cache rows (counters in_cache and working_set_bytes) and its context.
+nlohmann::json cached_row(const std::string& name, double items_per_s, double ws) {
+  nlohmann::json r = row(name, items_per_s);
+  r["in_cache"] = 1.0;
+  r["working_set_bytes"] = ws;
+  return r;
+}
+
+nlohmann::json cpu_bench_with_cache() {
+  nlohmann::json b = {{"context", {{"llc_bytes", "268435456"}, {"llc_bytes_sysfs", "33554432"}}},
+                      {"benchmarks",
+                       {cached_row("BM_compress_fused/1048576/real_time", 2e9, 8e6),
+                        row("BM_compress_fused/67108864/real_time", 5e8),
+                        cached_row("BM_unpack_scale/1048576/real_time", 8e9, 4e6),
+                        row("BM_unpack_scale/67108864/real_time", 4e9),
+                        cached_row("BM_server_step/c:1048576/p:4/real_time", 8e8, 5e6),
+                        cached_row("BM_server_step/c:1048576/p:8/real_time", 4e8, 6e6),
+                        row("BM_server_step/c:67108864/p:4/real_time", 6e8),
+                        row("BM_server_step/c:67108864/p:8/real_time", 3e8)}}};
+  return b;
+}
+
+TEST(KernelModel, InCacheRowsAndTheCoresSharedCacheAreReadButOffUntilSharersAreSet) {
+  KernelModel k;
+  load_kernel_bench(k, cpu_bench_with_cache(), "k.json");
+  EXPECT_DOUBLE_EQ(k.compress_cached.eps, 2e9);
+  EXPECT_DOUBLE_EQ(k.compress_cached.working_set_bytes, 8e6);
+  EXPECT_DOUBLE_EQ(k.unpack_cached.eps, 8e9);
+  EXPECT_DOUBLE_EQ(k.server_cached_by_p.at(8).eps, 4e8);
+  EXPECT_DOUBLE_EQ(k.llc_bytes, 33554432.0) << "sysfs's cache, not sysconf's socket total";
+  // Off (llc_sharers = 0): streaming whatever the working set.
+  EXPECT_DOUBLE_EQ(k.worker_compress_s(1 << 18, 1e3), (1 << 18) / 5e8);
+  EXPECT_FALSE(k.to_json().contains("cache"));
+  // Rows without the counters (the streaming rows, the CUDA binary) leave it unmeasured.
+  KernelModel plain;
+  load_kernel_bench(plain, cpu_bench(), "k.json");
+  plain.llc_sharers = 2;
+  EXPECT_EQ(plain.compress_cached.eps, 0.0);
+  EXPECT_DOUBLE_EQ(plain.worker_compress_s(1 << 18, 1e3), (1 << 18) / 5e8);
+}
+
+TEST(KernelModel, CachedWhileTheSharersFitStreamingOnceTheyFillTheCacheLogLogBetween) {
+  KernelModel k;
+  load_kernel_bench(k, cpu_bench_with_cache(), "k.json");
+  k.llc_sharers = 2;
+  const size_t n = 1 << 18;
+  const double cached = n / 2e9, streaming = n / 5e8;
+  EXPECT_DOUBLE_EQ(k.worker_compress_s(n, 4e6), cached) << "2 x 4 MB within the measured 8 MB";
+  EXPECT_DOUBLE_EQ(k.worker_compress_s(n, 16.8e6), streaming) << "2 x 16.8 MB fill 32 MiB";
+  EXPECT_DOUBLE_EQ(k.worker_compress_s(n, 0), streaming) << "no working set given";
+  // Halfway (log) between 8e6 and the cache's 33554432 bytes in total: halfway in log time.
+  const double mid = std::sqrt(8e6 * 33554432.0) / 2;
+  EXPECT_NEAR(k.worker_compress_s(n, mid), std::sqrt(cached * streaming), 1e-12);
+  double last = 0;
+  for (double ws = 1e6; ws < 3e7; ws *= 1.3) {
+    const double t = k.worker_compress_s(n, ws);
+    EXPECT_GE(t, last) << "never faster for a larger working set (ws " << ws << ")";
+    last = t;
+  }
+  // More sharers: the same rank's buffers stop fitting sooner.
+  k.llc_sharers = 8;
+  EXPECT_DOUBLE_EQ(k.worker_compress_s(n, 4.2e6), streaming);
+  // The server step interpolates its in-cache rates in p as the streaming ones.
+  k.llc_sharers = 1;
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{8} << 20, 8, 1e6), (1 << 20) / 4e8);
+  EXPECT_DOUBLE_EQ(k.unpack_s(n, 1e6), n / 8e9);
+  EXPECT_EQ(k.to_json()["cache"]["sharers"], 1);
 }
 
 }  // namespace

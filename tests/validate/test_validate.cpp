@@ -193,6 +193,34 @@ TEST(ValidateModel, AllPairsEfficiencyIsTheSimulatedFluidTimeOverTheMeasured) {
                    1.0);
 }
 
+// The kernel rates are one rank's alone, slowed by the contention: every rate, the server
+// step's by-p and in-cache ones included; all the ranks share the machine's cache.
+TEST(ValidateModel, KernelRatesAllSlowByTheContentionAndEveryRankSharesTheCache) {
+  auto r = [](const std::string& name, double eps, bool cached) {
+    nlohmann::json j = {{"name", name}, {"run_type", "iteration"}, {"items_per_second", eps}};
+    if (cached) {
+      j["in_cache"] = 1.0;
+      j["working_set_bytes"] = 8e6;
+    }
+    return j;
+  };
+  const nlohmann::json bench = {
+      {"context", {{"llc_bytes_sysfs", "33554432"}, {"copy_bytes_per_second", "2e10"}}},
+      {"benchmarks",
+       {r("BM_compress_fused/1048576/real_time", 2e9, true),
+        r("BM_compress_fused/67108864/real_time", 5e8, false),
+        r("BM_server_step/c:1048576/p:4/real_time", 8e8, true),
+        r("BM_server_step/c:67108864/p:4/real_time", 6e8, false)}}};
+  const sim::KernelModel k = kernel_model(bench, "k.json", 2.0, 4);
+  EXPECT_DOUBLE_EQ(k.compress_eps, 2.5e8);
+  EXPECT_DOUBLE_EQ(k.compress_cached.eps, 1e9);
+  EXPECT_DOUBLE_EQ(k.server_eps_by_p.at(4), 3e8) << "the by-p rates are the ones server_s uses";
+  EXPECT_DOUBLE_EQ(k.server_cached_by_p.at(4).eps, 4e8);
+  EXPECT_EQ(k.llc_sharers, 4);
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{4} << 20, 4), (1 << 20) / 3e8);
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{4} << 20, 4, 1e6), (1 << 20) / 4e8) << "4 x 1 MB fit";
+}
+
 TEST(ValidateSummary, MediansMaximaAndBoundsAreSeparate) {
   auto k = [](const char* op, double m, double s, const char* bound) {
     return nlohmann::json{{"op", op},

@@ -172,6 +172,8 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   setup.expand.backend = sim::Backend::kMpiHost;
   setup.expand.allreduce = sim::Algo::kRing;  // ring_allreduce_mean
   setup.expand.mpi_all_pairs_efficiency = all_pairs;
+  // Between its collectives a rank keeps the parameters, the gradient and two moments live.
+  setup.expand.resident_bytes_per_rank = 16.0 * static_cast<double>(workload->layout.total());
   setup.compute.gpu = "CPU";
   // The gradient is one pass: charge it as forward, none as backward.
   setup.compute.fwd_per_sample_s =

@@ -198,7 +198,7 @@ sim::ClusterSpec without_latency(sim::ClusterSpec c) {
 }
 
 sim::KernelModel kernel_model(const nlohmann::json& bench, const std::string& file,
-                              double contention) {
+                              double contention, int ranks) {
   sim::KernelModel k;
   sim::load_kernel_bench(k, bench, file);
   const nlohmann::json& raw = bench.contains("benchmark") ? bench["benchmark"] : bench;
@@ -212,6 +212,12 @@ sim::KernelModel kernel_model(const nlohmann::json& bench, const std::string& fi
   k.efficiency = 1.0;
   for (double* eps : {&k.compress_eps, &k.unpack_eps, &k.server_eps, &k.compact_eps, &k.mask_eps})
     *eps /= contention;
+  for (auto& [p, eps] : k.server_eps_by_p) eps /= contention;
+  k.compress_cached.eps /= contention;
+  k.unpack_cached.eps /= contention;
+  for (auto& [p, c] : k.server_cached_by_p) c.eps /= contention;
+  // Every emulated host is this one machine: all the ranks' buffers share its cache.
+  k.llc_sharers = std::max(1, ranks);
   return k;
 }
 

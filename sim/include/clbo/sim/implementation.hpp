@@ -73,8 +73,13 @@ const std::vector<StepStage>& deepspeed_step_stages(DeepspeedStep s);
 // read p, g, m, v and write p, m, v once): 28 bytes per element, one pass.
 inline constexpr double kFusedStepBytes = 28.0;
 
+// What one rank of clbo's compressed allreduce keeps live over a padded buffer of `padded`
+// elements on p ranks (collectives/src/onebit_allreduce.cpp), bytes.
+double onebit_working_set_bytes(uint64_t padded, int p);
+
 // Seconds of one part of a compressed allreduce of n (unpadded) elements on p ranks under
-// o.implementation: clbo's kernels (km) or DeepSpeed's ops.
+// o.implementation: clbo's kernels (km, at the rates its cache model gives the working set
+// above plus o.resident_bytes_per_rank) or DeepSpeed's ops.
 double onebit_part_s(OnebitPart part, const KernelModel& km, const ExpandOptions& o, size_t n,
                      int p);
 

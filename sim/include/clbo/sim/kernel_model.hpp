@@ -27,15 +27,37 @@ struct KernelModel {
   // benchmark names p (the CPU binary's c:<c>/p:<p>); server_s interpolates the time per
   // element linearly in p between them, and takes the nearest outside. Empty: server_eps.
   std::map<int, double> server_eps_by_p;
+  // The same kernels with their buffers in cache: the rates the benchmark measured at the
+  // size whose working set fit its last-level cache ("in_cache" = 1), and that working set.
+  // Used only when a cache model is on (llc_sharers > 0): see kernel_s().
+  struct Cached {
+    double eps = 0;                // elements per second; 0: not measured
+    double working_set_bytes = 0;  // what the benchmark kept live while it ran at eps
+  };
+  Cached compress_cached, unpack_cached;
+  std::map<int, Cached> server_cached_by_p;
+  // The last-level cache the ranks' buffers share (bytes; the benchmark's sysfs size) and how
+  // many ranks share it; llc_sharers = 0: no cache model, every kernel at its streaming rate.
+  double llc_bytes = 0;
+  int llc_sharers = 0;
   std::string measured_from;
   nlohmann::json to_json() const;
   double seconds(double bytes) const { return bytes / (hbm_Bps * efficiency); }
   // The 1-bit scheme's kernels over a padded buffer of n elements on p ranks: the worker's
   // error feedback + sign + scale, the server's decode of p pieces and re-compression of
   // its c = n/p slice, and the final unpack of the gathered chunks.
-  double worker_compress_s(size_t padded_n) const;
-  double server_s(size_t padded_n, int p) const;
-  double unpack_s(size_t padded_n) const;
+  // working_set_bytes: what the calling rank keeps live around the call (the collective's
+  // buffers and whatever else it touches between calls); 0: unknown, the streaming rate.
+  double worker_compress_s(size_t padded_n, double working_set_bytes = 0) const;
+  double server_s(size_t padded_n, int p, double working_set_bytes = 0) const;
+  double unpack_s(size_t padded_n, double working_set_bytes = 0) const;
+  // A kernel's seconds, streaming_s from memory or cached_s in cache, for ranks that each
+  // keep working_set_bytes live in the shared cache: the cached time while all of them fit
+  // in the working set the cached rate was measured at, the streaming time once they fill
+  // the cache, and between the two log-log in the total (the fraction of accesses that
+  // still hit falls as the total grows). No cache model or nothing measured: streaming_s.
+  double kernel_s(double streaming_s, double cached_s, double cached_working_set_bytes,
+                  double working_set_bytes) const;
   // SLAMB: draw the mask and compact the selected momenta over a buffer of n elements.
   double compaction_s(size_t n, size_t selected) const;
 };
@@ -43,9 +65,11 @@ struct KernelModel {
 // Reads `clbo bench kernels` output (Google Benchmark JSON: "benchmarks" with "name" and
 // "items_per_second") into k: BM_compress_fused/BM_Compress, BM_unpack_scale/BM_Unpack,
 // BM_server_step/BM_ServerStep (by p where named), BM_compact/BM_MaskCompact,
-// BM_random_mask/BM_RandomMask, each at its largest size: the rate streaming from memory,
-// which the emulated cluster's calls ran nearer than the in-cache one (docs/validation.md,
-// "Kernel rates"). Kernels missing from the file keep the roofline.
+// BM_random_mask/BM_RandomMask, each at its largest size: the rate streaming from memory.
+// The first three's in-cache rows (counter in_cache = 1) fill the Cached rates, and the
+// context's llc_bytes_sysfs (else llc_bytes) llc_bytes; the cache model stays off until the
+// caller sets llc_sharers (docs/validation.md, "Kernel rates"). Kernels missing from the
+// file keep the roofline.
 void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file);
 
 }  // namespace clbo::sim

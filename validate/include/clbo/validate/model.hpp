@@ -69,8 +69,10 @@ double cpu_contention(int ranks, int cpus);
 
 // The compression kernels' rates from `clbo bench kernels --cpu` JSON measured in the same
 // run (one rank alone), slowed by the contention factor; the copy bandwidth of the same run
-// stands in for the roofline of any kernel the file lacks.
+// stands in for the roofline of any kernel the file lacks. The cache model is on, shared by
+// all `ranks` (the emulated hosts are one machine): a call whose ranks' buffers fit in the
+// cache runs at the in-cache rates (sim::KernelModel::kernel_s).
 sim::KernelModel kernel_model(const nlohmann::json& kernel_bench, const std::string& file,
-                              double contention);
+                              double contention, int ranks);
 
 }  // namespace clbo::validate

@@ -35,6 +35,10 @@ struct ExpandOptions {
   bool tree_chains = false;       // simulate the intra-node chains even in fast mode
   bool tree_merge_fill = true;    // false: merge only same-pattern tree rounds
   size_t param_count = 0;         // the model's n (SLAMB's compaction kernel reads all of it)
+  // Bytes a rank keeps live between its collectives besides their own buffers (a training
+  // step's parameters, gradients and optimizer state; 0 for a benchmark's lone collective):
+  // with the kernel model's cache model on, part of the working set that sets its rates.
+  double resident_bytes_per_rank = 0;
   Implementation implementation = Implementation::kClbo;
   // Host costs of an eager dataflow (the deepspeed implementation; assumptions stated in
   // docs/implementations.md): issuing one torch/CuPy op, and one host-blocking sync.
