@@ -60,6 +60,13 @@ double by_p_s(const std::map<int, double>& eps_by_p, double c, int p) {
   return c * (1 / a->second + f * (1 / b->second - 1 / a->second));
 }
 
+// n elements at a measured streaming rate eps (> 0) or its in-cache twin, by the cache model.
+double measured_s(const KernelModel& k, size_t n, double eps, const KernelModel::Cached& cached,
+                  double ws) {
+  const double x = static_cast<double>(n);
+  return k.kernel_s(x / eps, cached.eps > 0 ? x / cached.eps : 0, cached.working_set_bytes, ws);
+}
+
 }  // namespace
 
 double KernelModel::kernel_s(double streaming_s, double cached_s, double cached_ws,
@@ -75,11 +82,7 @@ double KernelModel::kernel_s(double streaming_s, double cached_s, double cached_
 }
 
 double KernelModel::worker_compress_s(size_t n, double ws) const {
-  if (compress_eps > 0) {
-    const double x = static_cast<double>(n);
-    const double cached = compress_cached.eps > 0 ? x / compress_cached.eps : 0;
-    return kernel_s(x / compress_eps, cached, compress_cached.working_set_bytes, ws);
-  }
+  if (compress_eps > 0) return measured_s(*this, n, compress_eps, compress_cached, ws);
   return seconds(static_cast<double>(n) * compress_Bpe);
 }
 
@@ -103,11 +106,7 @@ double KernelModel::server_s(size_t n, int p, double ws) const {
 }
 
 double KernelModel::unpack_s(size_t n, double ws) const {
-  if (unpack_eps > 0) {
-    const double x = static_cast<double>(n);
-    const double cached = unpack_cached.eps > 0 ? x / unpack_cached.eps : 0;
-    return kernel_s(x / unpack_eps, cached, unpack_cached.working_set_bytes, ws);
-  }
+  if (unpack_eps > 0) return measured_s(*this, n, unpack_eps, unpack_cached, ws);
   return seconds(static_cast<double>(n) * unpack_Bpe);
 }
 
@@ -150,6 +149,22 @@ BenchArgs bench_args(const std::string& name) {
 }
 
 }  // namespace
+
+double bench_context_number(const nlohmann::json& bench, const std::string& key,
+                            const std::string& file) {
+  if (!bench.is_object() || !bench.contains("context") || !bench["context"].is_object() ||
+      !bench["context"].contains(key))
+    return 0.0;
+  const nlohmann::json& v = bench["context"][key];
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string text = v.get<std::string>();
+    char* end = nullptr;
+    const double x = std::strtod(text.c_str(), &end);
+    if (!text.empty() && end == text.c_str() + text.size()) return x;
+  }
+  throw InputError(file, "context." + key, v.dump(), "expected a number");
+}
 
 void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file) {
   // `clbo bench kernels` writes Google Benchmark's JSON as it is (clbo.bench.kernels/2);
@@ -213,18 +228,11 @@ void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::s
     found += best_size >= 0 ? 1 : 0;
   }
   // The cache a CPU's cores share: sysfs's index3 size; sysconf's can be the whole socket's.
-  if (bench.contains("context") && bench["context"].is_object()) {
-    const nlohmann::json& ctx = bench["context"];
-    for (const char* key : {"llc_bytes_sysfs", "llc_bytes"}) {
-      if (!ctx.contains(key)) continue;
-      const nlohmann::json& v = ctx[key];
-      const double bytes = v.is_number()   ? v.get<double>()
-                           : v.is_string() ? std::strtod(v.get<std::string>().c_str(), nullptr)
-                                           : 0.0;
-      if (bytes > 0) {
-        k.llc_bytes = bytes;
-        break;
-      }
+  for (const char* key : {"llc_bytes_sysfs", "llc_bytes"}) {
+    const double bytes = bench_context_number(bench, key, file);
+    if (bytes > 0) {
+      k.llc_bytes = bytes;
+      break;
     }
   }
   if (found == 0)

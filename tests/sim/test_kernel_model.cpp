@@ -113,6 +113,17 @@ TEST(KernelModel, InCacheRowsAndTheCoresSharedCacheAreReadButOffUntilSharersAreS
   plain.llc_sharers = 2;
   EXPECT_EQ(plain.compress_cached.eps, 0.0);
   EXPECT_DOUBLE_EQ(plain.worker_compress_s(1 << 18, 1e3), (1 << 18) / 5e8);
+  // Context values are numbers or numeric strings; anything else names its key.
+  EXPECT_DOUBLE_EQ(bench_context_number({{"context", {{"x", 2.5}}}}, "x", "k.json"), 2.5);
+  EXPECT_DOUBLE_EQ(bench_context_number({{"context", {{"x", "4e6"}}}}, "y", "k.json"), 0.0);
+  const std::string msg = clbo::test::rejection_message([] {
+    nlohmann::json b = cpu_bench_with_cache();
+    b["context"]["llc_bytes_sysfs"] = "32M";
+    KernelModel m;
+    load_kernel_bench(m, b, "k.json");
+  });
+  EXPECT_TRUE(clbo::test::contains(msg, "context.llc_bytes_sysfs")) << msg;
+  EXPECT_TRUE(clbo::test::contains(msg, "32M")) << msg;
 }
 
 TEST(KernelModel, CachedWhileTheSharersFitStreamingOnceTheyFillTheCacheLogLogBetween) {

@@ -202,12 +202,7 @@ sim::KernelModel kernel_model(const nlohmann::json& bench, const std::string& fi
   sim::KernelModel k;
   sim::load_kernel_bench(k, bench, file);
   const nlohmann::json& raw = bench.contains("benchmark") ? bench["benchmark"] : bench;
-  double copy = 0;
-  // Google Benchmark writes custom context values as strings.
-  if (raw.contains("context") && raw["context"].contains("copy_bytes_per_second")) {
-    const nlohmann::json& v = raw["context"]["copy_bytes_per_second"];
-    copy = v.is_number() ? v.get<double>() : std::stod(v.get<std::string>());
-  }
+  const double copy = sim::bench_context_number(raw, "copy_bytes_per_second", file);
   k.hbm_Bps = (copy > 0 ? copy : 5e9) / contention;
   k.efficiency = 1.0;
   for (double* eps : {&k.compress_eps, &k.unpack_eps, &k.server_eps, &k.compact_eps, &k.mask_eps})

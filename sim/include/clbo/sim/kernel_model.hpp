@@ -72,4 +72,10 @@ struct KernelModel {
 // file keep the roofline.
 void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file);
 
+// A number from a Google Benchmark JSON document's "context" (custom values are written as
+// strings, e.g. llc_bytes, copy_bytes_per_second): 0 when absent; a value that is not a
+// number is an InputError naming context.<key>.
+double bench_context_number(const nlohmann::json& bench, const std::string& key,
+                            const std::string& file);
+
 }  // namespace clbo::sim
