@@ -4,10 +4,10 @@
 // and prints the table (docs/validation.md).
 //
 // Order: the whole grid is checked first (nothing is created for a bad one); then, in a
-// work folder that is removed at the end, the kernel benchmark and the one-worker
-// calibration run, the emulation (emu/clbo-emu run), and the simulations. A failure or a
-// signal at any point leaves no results file, and the emulation removes its namespaces,
-// bridges and processes itself.
+// work folder that is removed at the end, the kernel benchmark and the emulation (each
+// cluster with steps calibrated on itself right before them; emu/clbo-emu run), then the
+// simulations. A failure or a signal at any point leaves no results file, and the emulation
+// removes its namespaces, bridges and processes itself.
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -209,41 +209,20 @@ int run_validate(const Args& a) {
   must_succeed(run({self, "bench", "kernels", "--cpu", "-o", kdir.string(), kKernelFilter}, klog),
                "clbo bench kernels", klog);
 
-  // 2. The compute the steps' simulations need, measured with one worker per CPU at once:
+  // 2. The emulation: every cluster's probes and MPI jobs. The compute the steps' simulations
+  // need is calibrated on each cluster just before its steps, with one rank per CPU at once:
   // every emulated rank shares the machine with at least that many busy ranks, and a worker
   // alone ran 1.2x faster than beside another (shared caches and memory bandwidth), so the
   // simulated steps were that much short (docs/validation.md, "CPU contention").
-  if (spec.steps.enabled) {
-    say(
-        fmt::format("calibrating the compute of {} workers at once, one per CPU (clbo train, "
-                    "local backend)",
-                    cpus));
-    ClusterConfig one;
-    one.id = "calibration";
-    one.hosts = 1;
-    one.ranks_per_host = cpus;
-    nlohmann::json exp = steps_experiment(spec, one);
-    exp["description"] = fmt::format(
-        "clbo validate: {} workers at once (one per CPU), for the compute profile", cpus);
-    const fs::path e = work.path() / "calibration-experiment.json";
-    const fs::path r = work.path() / "calibration.json";
-    write_json(e, exp);
-    const std::string log = (work.path() / "calibration.log").string();
-    // One thread per worker: each computes its own gradient, as an emulated rank does.
-    must_succeed(
-        run({self, "train", e.string(), "-o", r.string(), "--threads", std::to_string(cpus), "-q"},
-            log),
-        "the calibration run", log);
-  }
-
-  // 3. The emulation: every cluster's probes and MPI jobs.
   for (const ClusterConfig& c : spec.clusters) {
     fs::create_directories(cluster_dir(tools, c));
-    if (spec.steps.enabled && c.steps)
+    if (spec.steps.enabled && c.steps) {
       write_json(steps_experiment_path(tools, c), steps_experiment(spec, c));
+      write_json(calibration_experiment_path(tools, c), calibration_experiment(spec, cpus));
+    }
   }
   const fs::path plan = work.path() / "plan.json";
-  write_json(plan, emu_plan(spec, tools));
+  write_json(plan, emu_plan(spec, tools, cpus));
   say("running the emulation (" + emu.string() + " run)");
   const int rc = run({kPython, emu.string(), "run", plan.string()}, "");
   stop_if_signalled();
@@ -267,13 +246,18 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
   const Tools tools{clbo::cli::self_executable(), dir.string()};
   const fs::path kfile = dir / "kernels" / "kernels-cpu.json";
   const nlohmann::json kbench = read_json(kfile);
-  std::unique_ptr<Calibration> calibration;
-  if (spec.steps.enabled)
-    calibration = std::make_unique<Calibration>(
-        read_calibration(read_json(dir / "calibration.json"), (dir / "calibration.json").string()));
+  // A folder kept before each cluster had its own calibration holds one, run on the local
+  // backend before the emulation: every cluster's steps use it.
+  const fs::path shared_cal = dir / "calibration.json";
+  std::unique_ptr<Calibration> shared_calibration;
+  if (spec.steps.enabled && fs::exists(shared_cal))
+    shared_calibration = std::make_unique<Calibration>(
+        read_calibration(read_json(shared_cal), shared_cal.string(),
+                         "one worker per CPU at once, on the local backend, once before the "
+                         "emulation (a work folder kept before each cluster had its own)"));
   const nlohmann::json measured = read_json(dir / "measured.json");
 
-  // 4. The simulations, cluster by cluster, at the CPU count the measurements ran on (a
+  // 3. The simulations, cluster by cluster, at the CPU count the measurements ran on (a
   // folder kept before machine.json existed: this machine's).
   const fs::path mfile = dir / "machine.json";
   int cpus = machine_cpus();
@@ -315,14 +299,24 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
       for (const auto& b : v) out.push_back(b["rows"]);
       return out;
     };
-    if (spec.steps.enabled && c.steps) m.steps = read_json(steps_out(tools, c));
+    std::unique_ptr<Calibration> own_calibration;
+    if (spec.steps.enabled && c.steps) {
+      m.steps = read_json(steps_out(tools, c));
+      if (!shared_calibration)
+        own_calibration = std::make_unique<Calibration>(read_calibration(
+            read_json(calibration_out(tools, c)), calibration_out(tools, c),
+            "one MPI rank per CPU at once on the cluster's host 0 (clbo train --backend mpi), "
+            "just before the cluster's steps job"));
+    }
+    const Calibration* calibration =
+        own_calibration ? own_calibration.get() : shared_calibration.get();
     const Links links = read_links(record, pp_net, pp_host, c.id);
     const double contention = cpu_contention(c.ranks(), cpus);
     const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention, c.ranks());
     const nlohmann::json preset = cluster_preset(c, links, contention);
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
     const double all_pairs = all_pairs_efficiency(cs, c, links);
-    auto mine = compare_cluster(spec, m, cs, km, contention, all_pairs, calibration.get());
+    auto mine = compare_cluster(spec, m, cs, km, contention, all_pairs, calibration);
     const auto& jobs = record["jobs"];
     for (auto& k : mine) {
       k["load_average_1min"] = record["loadavg_after"][0];
@@ -331,18 +325,20 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     nlohmann::json rec = record;
     for (auto& [id, job] : rec["jobs"].items()) job.erase("log");  // the work folder goes away
     (void)jobs;
-    clusters.push_back({{"id", c.id},
-                        {"config", c.to_json()},
-                        {"emulation", rec},
-                        {"links", links.to_json()},
-                        {"mpi_pingpong",
-                         {{"launches", pp_net.size()},
-                          {"between_hosts", rows_of(pp_net)},
-                          {"same_host", pp_host.empty() ? nlohmann::json() : rows_of(pp_host)}}},
-                        {"preset", preset},
-                        {"cpu_contention", contention},
-                        {"all_pairs_efficiency", all_pairs},
-                        {"kernel_model", km.to_json()}});
+    clusters.push_back(
+        {{"id", c.id},
+         {"config", c.to_json()},
+         {"emulation", rec},
+         {"links", links.to_json()},
+         {"mpi_pingpong",
+          {{"launches", pp_net.size()},
+           {"between_hosts", rows_of(pp_net)},
+           {"same_host", pp_host.empty() ? nlohmann::json() : rows_of(pp_host)}}},
+         {"preset", preset},
+         {"cpu_contention", contention},
+         {"all_pairs_efficiency", all_pairs},
+         {"kernel_model", km.to_json()},
+         {"calibration", own_calibration ? own_calibration->to_json() : nlohmann::json(nullptr)}});
   }
   const nlohmann::json summary = summarize(cases);
   nlohmann::json result = {
@@ -357,7 +353,9 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
         {"note", "the emulated hosts share these CPUs; see each cluster's load averages"}}},
       {"inputs",
        {{"kernel_bench", kbench},
-        {"calibration", calibration ? calibration->to_json() : nlohmann::json()}}},
+        {"calibration", shared_calibration
+                            ? shared_calibration->to_json()
+                            : nlohmann::json("per cluster: clusters[].calibration")}}},
       {"clusters", clusters},
       {"cases", cases},
       {"summary", summary},

@@ -60,13 +60,18 @@ def host_tmpdir(folder, name):
     return path
 
 
+def write_hostfile(path, hosts, slots):
+    """A hostfile of `hosts` ((name, ip, pid) tuples) with `slots` ranks each; returns path."""
+    with open(path, "w") as f:
+        for _, ip, _ in hosts:
+            f.write("%s slots=%d\n" % (ip, slots))
+    return path
+
+
 def write_launch_files(folder, hosts, ranks_per_host):
     """Writes `hostfile` and `agent` into folder; returns their paths."""
     os.makedirs(folder, exist_ok=True)
-    hostfile = os.path.join(folder, "hostfile")
-    with open(hostfile, "w") as f:
-        for _, ip, _ in hosts:
-            f.write("%s slots=%d\n" % (ip, ranks_per_host))
+    hostfile = write_hostfile(os.path.join(folder, "hostfile"), hosts, ranks_per_host)
     agent = os.path.join(folder, "agent")
     cases = "\n".join("  %s) pid=%d; TMPDIR=%s ;;" % (ip, pid, host_tmpdir(folder, name))
                        for name, ip, pid in hosts)

@@ -7,9 +7,10 @@ Plan (schema clbo.emu.plan/1):
                             "ranks_per_host": R, "link_Mbps": L,
                             "hosts_per_leaf": K, "uplink_Mbps": U},   (two_level only)
                  "probes": {"pingpong_count": N, "bulk_seconds": S},
-                 "jobs": [{"id": ID, "mpi": true, "np": P, "argv": [...], "timeout_s": T}]}]}
-Jobs with "mpi": true run under mpirun across the cluster's hosts (mpi.py); others run
-inside host 0. Each job's output goes to DIR/<cluster>/<job>.log. Probes and jobs run at
+                 "jobs": [{"id": ID, "mpi": true, "np": P, "argv": [...], "timeout_s": T,
+                           "map_by": "slot"|"node", "one_host": false}]}]}
+Jobs with "mpi": true run under mpirun across the cluster's hosts (mpi.py), or with
+"one_host": true all their ranks on host 0; others run inside host 0. Each job's output goes to DIR/<cluster>/<job>.log. Probes and jobs run at
 niceness N (default 0; clbo validate asks for -10): the emulated hosts share the machine's
 CPUs with whatever else runs there, and a rank that waits milliseconds for a CPU leaves its
 link idle; a higher priority keeps other processes from stretching the measured times, while
@@ -31,7 +32,7 @@ import time
 
 from . import lifetime, names, probe
 from .cluster import EmuCluster
-from .mpi import host_tmpdir, mpirun_argv, write_launch_files
+from .mpi import host_tmpdir, mpirun_argv, write_hostfile, write_launch_files
 
 PROBE_PORT = 5201
 PROBE = os.path.abspath(probe.__file__)
@@ -86,6 +87,9 @@ def validate_plan(plan):
         for j, job in enumerate(c.get("jobs", [])):
             if not isinstance(job.get("argv"), list) or not job["argv"]:
                 raise ValueError("clusters[%d].jobs[%d].argv: required" % (i, j))
+            if not isinstance(job.get("one_host", False), bool):
+                raise ValueError("clusters[%d].jobs[%d].one_host: %r is not true or false" %
+                                 (i, j, job.get("one_host")))
             if job.get("map_by", "slot") not in ("slot", "node"):
                 raise ValueError("clusters[%d].jobs[%d].map_by: %r is not slot or node" %
                                  (i, j, job.get("map_by")))
@@ -203,7 +207,11 @@ def run_cluster(index, total, c, work_dir, nice=0):
                 log = os.path.join(folder, job["id"] + ".log")
                 argv = job["argv"]
                 if job.get("mpi", True):
-                    argv = mpirun_argv(hostfile, agent, subnet, job["np"], argv,
+                    hosts = hostfile
+                    if job.get("one_host", False):
+                        hosts = write_hostfile(os.path.join(folder, "hostfile-" + job["id"]),
+                                               cluster.hosts[:1], job["np"])
+                    argv = mpirun_argv(hosts, agent, subnet, job["np"], argv,
                                        job.get("timeout_s"), job.get("map_by", "slot"))
                 env = dict(os.environ, TMPDIR=host_tmpdir(folder, cluster.hosts[0][0]))
                 t1 = time.time()

@@ -112,8 +112,19 @@ def test_quick(clbo, src):
     if r.returncode != 0:
         fail("clbo validate quick: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr[-3000:]))
     doc = json.load(open(out))
-    if doc["schema"] != "clbo.validate/1" or len(doc["cases"]) != 8:
+    # 2 ops x 2 sizes, and Adam's dense steps and 1-bit Adam's warmup and compression steps,
+    # on each of the 2 clusters.
+    if doc["schema"] != "clbo.validate/1" or len(doc["cases"]) != 14:
         fail("unexpected result: schema %s, %d cases" % (doc["schema"], len(doc["cases"])))
+    # Each cluster's steps are simulated with its own compute calibration, run right before
+    # them on one MPI rank per CPU.
+    for c in doc["clusters"]:
+        cal = c.get("calibration") or {}
+        if not cal.get("gradient_s", 0) > 0 or "OneBitAdam" not in cal.get(
+                "optimizer_arithmetic_s", {}) or c["emulation"]["jobs"]["calibration"]["rc"]:
+            fail("cluster %s without its own calibration: %s" % (c["id"], cal))
+    if doc["inputs"]["calibration"] != "per cluster: clusters[].calibration":
+        fail("inputs.calibration: %s" % doc["inputs"]["calibration"])
     for c in doc["cases"]:
         for key in ("op", "bytes", "hosts", "ranks_per_host", "rate_Mbps", "topology",
                     "measured_s", "simulated_s", "rel_error", "bound"):

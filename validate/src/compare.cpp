@@ -178,7 +178,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   // The gradient is one pass: charge it as forward, none as backward.
   setup.compute.fwd_per_sample_s =
       cal.gradient_s * contention / static_cast<double>(s.steps.batch_per_worker);
-  setup.compute.origin = "measured: one worker alone (calibration run) x CPU contention";
+  setup.compute.origin = "measured: one worker per CPU at once (calibration run) x CPU contention";
 
   struct Pending {
     nlohmann::json k;
@@ -296,15 +296,18 @@ nlohmann::json Calibration::to_json() const {
   return {{"gradient_s", gradient_s},
           {"optimizer_arithmetic_s", optimizer_s},
           {"measured", true},
+          {"run", how},
           {"definition",
-           "one worker per CPU at once (clbo train, local backend, batch_per_worker examples "
-           "each), steady-state medians over the steps after the first (of each optimizer and "
+           "one worker per CPU at once (clbo train, batch_per_worker examples each), "
+           "steady-state medians over the steps after the first (of each optimizer and "
            "phase): the gradient, and per optimizer and phase the optimizer step less its "
            "communication and compression-kernel time"}};
 }
 
-Calibration read_calibration(const nlohmann::json& j, const std::string& file) {
+Calibration read_calibration(const nlohmann::json& j, const std::string& file,
+                             const std::string& how) {
   Calibration c;
+  c.how = how;
   if (!j.contains("runs") || j["runs"].empty())
     throw Error(file + ": the calibration run has no runs");
   c.optimizer_s = nlohmann::json::object();

@@ -43,6 +43,12 @@ std::string steps_out(const Tools& t, const ClusterConfig& c) {
 std::string steps_experiment_path(const Tools& t, const ClusterConfig& c) {
   return cluster_dir(t, c) + "/steps-experiment.json";
 }
+std::string calibration_out(const Tools& t, const ClusterConfig& c) {
+  return cluster_dir(t, c) + "/calibration.json";
+}
+std::string calibration_experiment_path(const Tools& t, const ClusterConfig& c) {
+  return cluster_dir(t, c) + "/calibration-experiment.json";
+}
 
 std::vector<BenchJob> bench_jobs(const ValidationSpec& s, const ClusterConfig& c, const Tools& t) {
   BenchJob def{"bench-default", {}, cluster_dir(t, c) + "/bench-default.json"};
@@ -88,7 +94,20 @@ nlohmann::json steps_experiment(const ValidationSpec& s, const ClusterConfig& c)
       {"runs", runs}};
 }
 
-nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
+nlohmann::json calibration_experiment(const ValidationSpec& s, int cpus) {
+  ClusterConfig one;
+  one.id = "calibration";
+  one.hosts = 1;
+  one.ranks_per_host = cpus;
+  nlohmann::json exp = steps_experiment(s, one);
+  exp["description"] = fmt::format(
+      "clbo validate: {} workers at once (one MPI rank per CPU, on one emulated host), for "
+      "the compute profile of the next steps job",
+      cpus);
+  return exp;
+}
+
+nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t, int cpus) {
   nlohmann::json clusters = nlohmann::json::array();
   for (const ClusterConfig& c : s.clusters) {
     nlohmann::json jobs = nlohmann::json::array();
@@ -153,14 +172,28 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
                       {"timeout_s", timeout_for(s, c, b.ops.size())},
                       {"argv", argv}});
     }
-    if (s.steps.enabled && c.steps)
+    // The train jobs run with one thread per rank, as each rank is one worker.
+    auto train = [&](const std::string& experiment, const std::string& out) {
+      return nlohmann::json{t.clbo, "train", "--backend", "mpi", experiment,
+                            "-o",   out,     "--threads", "1",   "--quiet"};
+    };
+    if (s.steps.enabled && c.steps) {
+      // Compute drifts with the machine's speed (seen: a fifth in the minutes between one
+      // calibration before the emulation and the clusters' steps), so each cluster's steps
+      // get a calibration of their own, right before them. Its ranks talk over host 0's
+      // loopback: only their compute is read.
+      jobs.push_back({{"id", "calibration"},
+                      {"mpi", true},
+                      {"np", cpus},
+                      {"one_host", true},
+                      {"timeout_s", 600},
+                      {"argv", train(calibration_experiment_path(t, c), calibration_out(t, c))}});
       jobs.push_back({{"id", "steps"},
                       {"mpi", true},
                       {"np", c.ranks()},
                       {"timeout_s", 600},
-                      {"argv",
-                       {t.clbo, "train", "--backend", "mpi", steps_experiment_path(t, c), "-o",
-                        steps_out(t, c), "--threads", "1", "--quiet"}}});
+                      {"argv", train(steps_experiment_path(t, c), steps_out(t, c))}});
+    }
     clusters.push_back(
         {{"id", c.id},
          {"config", c.to_json()},

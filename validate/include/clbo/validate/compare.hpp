@@ -35,16 +35,18 @@ struct ClusterMeasurements {
   nlohmann::json steps;               // clbo train --backend mpi result, or null
 };
 
-// Compute of a worker while every CPU runs one, from the calibration run (clbo train, local
-// backend, one worker per CPU): the gradient of batch_per_worker examples, and per optimizer
-// and phase the optimizer's arithmetic (its step less communication and compression
-// kernels), each the median over the steps after the first.
+// Compute of a worker while every CPU runs one, from a calibration run (clbo train, one worker
+// per CPU): the gradient of batch_per_worker examples, and per optimizer and phase the
+// optimizer's arithmetic (its step less communication and compression kernels), each the
+// median over the steps after the first. `how`: which run measured it, for the results.
 struct Calibration {
   double gradient_s = 0;
   nlohmann::json optimizer_s;  // {type: {phase: seconds}}
+  std::string how;
   nlohmann::json to_json() const;
 };
-Calibration read_calibration(const nlohmann::json& train_result, const std::string& file);
+Calibration read_calibration(const nlohmann::json& train_result, const std::string& file,
+                             const std::string& how);
 
 // The cases of one cluster: op cases for every benchmark row, step cases for every step kind
 // of every optimizer (when steps ran). Simulates on `preset` with the kernel model `km`

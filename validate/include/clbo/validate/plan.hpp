@@ -33,6 +33,12 @@ nlohmann::json steps_experiment(const ValidationSpec& s, const ClusterConfig& c)
 // The DeepSpeed block of optimizer `type` in that experiment.
 nlohmann::json steps_optimizer(const ValidationSpec& s, const std::string& type);
 
+// The compute calibration of a cluster's steps: the steps experiment on `cpus` ranks, all on
+// the cluster's host 0 (one MPI process per CPU, as the emulated ranks are processes), run
+// just before the cluster's steps job so that it sees the machine's speed of that moment
+// (docs/validation.md, "CPU contention").
+nlohmann::json calibration_experiment(const ValidationSpec& s, int cpus);
+
 std::string cluster_dir(const Tools& t, const ClusterConfig& c);
 // The MPI ping-pong runs as kPingpongLaunches separate mpirun launches: one launch's latency
 // is bimodal here (20-23 us in 2 of 27 probes of three full-grid runs, 40-95 us otherwise; the
@@ -42,8 +48,10 @@ inline constexpr int kPingpongLaunches = 3;
 std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host, int launch = 0);
 std::string steps_out(const Tools& t, const ClusterConfig& c);
 std::string steps_experiment_path(const Tools& t, const ClusterConfig& c);
+std::string calibration_out(const Tools& t, const ClusterConfig& c);
+std::string calibration_experiment_path(const Tools& t, const ClusterConfig& c);
 
-// The whole plan (schema clbo.emu.plan/1).
-nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t);
+// The whole plan (schema clbo.emu.plan/1); `cpus`: the ranks of each calibration job.
+nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t, int cpus);
 
 }  // namespace clbo::validate
