@@ -209,20 +209,20 @@ int run_validate(const Args& a) {
   must_succeed(run({self, "bench", "kernels", "--cpu", "-o", kdir.string(), kKernelFilter}, klog),
                "clbo bench kernels", klog);
 
-  // 2. The emulation: every cluster's probes and MPI jobs. The compute the steps' simulations
-  // need is calibrated on each cluster just before its steps, with one rank per CPU at once:
-  // every emulated rank shares the machine with at least that many busy ranks, and a worker
-  // alone ran 1.2x faster than beside another (shared caches and memory bandwidth), so the
-  // simulated steps were that much short (docs/validation.md, "CPU contention").
+  // 2. The emulation: every cluster's probes and MPI jobs. Grids with steps calibrate each
+  // cluster's compute right before its steps: its p ranks at once and one rank alone, on its
+  // host 0 (docs/validation.md, "CPU contention").
   for (const ClusterConfig& c : spec.clusters) {
     fs::create_directories(cluster_dir(tools, c));
-    if (spec.steps.enabled && c.steps) {
+    if (spec.steps.enabled && c.steps)
       write_json(steps_experiment_path(tools, c), steps_experiment(spec, c));
-      write_json(calibration_experiment_path(tools, c), calibration_experiment(spec, cpus));
+    if (spec.steps.enabled) {
+      write_json(calibration_experiment_path(tools, c), calibration_experiment(spec, c.ranks()));
+      write_json(calibration_experiment_path(tools, c, true), calibration_alone_experiment(spec));
     }
   }
   const fs::path plan = work.path() / "plan.json";
-  write_json(plan, emu_plan(spec, tools, cpus));
+  write_json(plan, emu_plan(spec, tools));
   say("running the emulation (" + emu.string() + " run)");
   const int rc = run({kPython, emu.string(), "run", plan.string()}, "");
   stop_if_signalled();
@@ -299,24 +299,43 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
       for (const auto& b : v) out.push_back(b["rows"]);
       return out;
     };
-    std::unique_ptr<Calibration> own_calibration;
-    if (spec.steps.enabled && c.steps) {
-      m.steps = read_json(steps_out(tools, c));
-      if (!shared_calibration)
-        own_calibration = std::make_unique<Calibration>(read_calibration(
-            read_json(calibration_out(tools, c)), calibration_out(tools, c),
-            "one MPI rank per CPU at once on the cluster's host 0 (clbo train --backend mpi), "
-            "just before the cluster's steps job"));
+    // The cluster's own calibration: its p ranks' compute at once, and one rank alone (a folder
+    // kept before these existed holds one shared calibration instead).
+    std::unique_ptr<Calibration> own_calibration, alone_calibration;
+    // (A folder kept before every cluster was calibrated has none for a cluster without steps.)
+    if (spec.steps.enabled && !shared_calibration &&
+        (c.steps || fs::exists(calibration_out(tools, c)))) {
+      own_calibration = std::make_unique<Calibration>(read_calibration(
+          read_json(calibration_out(tools, c)), calibration_out(tools, c),
+          "the cluster's ranks at once on its host 0 (clbo train --backend mpi), just before "
+          "its steps job"));
+      if (fs::exists(calibration_out(tools, c, true)))
+        alone_calibration = std::make_unique<Calibration>(
+            read_calibration(read_json(calibration_out(tools, c, true)),
+                             calibration_out(tools, c, true), "one rank alone on host 0"));
     }
+    if (spec.steps.enabled && c.steps) m.steps = read_json(steps_out(tools, c));
     const Calibration* calibration =
         own_calibration ? own_calibration.get() : shared_calibration.get();
     const Links links = read_links(record, pp_net, pp_host, c.id);
+    // p ranks on C cores: p/C, the model's CPU contention, stretches MPI's software latency;
+    // compute is slowed by what the calibration measured where it ran on these p ranks (their
+    // gradient against one rank's alone), else by p/C too.
     const double contention = cpu_contention(c.ranks(), cpus);
-    const clbo::sim::KernelModel km = kernel_model(kbench, kfile.string(), contention, c.ranks());
+    const bool measured_contention = own_calibration && alone_calibration &&
+                                     own_calibration->ranks == c.ranks() &&
+                                     alone_calibration->gradient_s > 0;
+    const double compute_contention =
+        measured_contention ? own_calibration->gradient_s / alone_calibration->gradient_s
+                            : contention;
+    const double calibration_factor =
+        calibration ? contention / cpu_contention(calibration->ranks, cpus) : 1.0;
+    const clbo::sim::KernelModel km =
+        kernel_model(kbench, kfile.string(), compute_contention, c.ranks());
     const nlohmann::json preset = cluster_preset(c, links, contention);
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
     const double all_pairs = all_pairs_efficiency(cs, c, links);
-    auto mine = compare_cluster(spec, m, cs, km, contention, all_pairs, calibration);
+    auto mine = compare_cluster(spec, m, cs, km, calibration_factor, all_pairs, calibration);
     const auto& jobs = record["jobs"];
     for (auto& k : mine) {
       k["load_average_1min"] = record["loadavg_after"][0];
@@ -336,9 +355,17 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
            {"same_host", pp_host.empty() ? nlohmann::json() : rows_of(pp_host)}}},
          {"preset", preset},
          {"cpu_contention", contention},
+         {"compute_contention",
+          {{"factor", compute_contention},
+           {"source", measured_contention
+                          ? "measured: the calibration's gradient on the cluster's ranks at "
+                            "once over one rank's alone"
+                          : "modelled: cpu_contention (p/C)"}}},
          {"all_pairs_efficiency", all_pairs},
          {"kernel_model", km.to_json()},
-         {"calibration", own_calibration ? own_calibration->to_json() : nlohmann::json(nullptr)}});
+         {"calibration", own_calibration ? own_calibration->to_json() : nlohmann::json(nullptr)},
+         {"calibration_alone",
+          alone_calibration ? alone_calibration->to_json() : nlohmann::json(nullptr)}});
   }
   const nlohmann::json summary = summarize(cases);
   nlohmann::json result = {

@@ -59,12 +59,12 @@ TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[0].ops.size(), 3u);  // allreduce:native, compressed:gather, alltoall
   EXPECT_EQ(jobs[1].ops.size(), 1u);  // allreduce:ring
-  const nlohmann::json plan = emu_plan(s, t, 2);
+  const nlohmann::json plan = emu_plan(s, t);
   const auto& pj = plan["clusters"][4]["jobs"];
   // Three launches of the pingpong between hosts and within one (2 ranks per host), each
   // to its own file, then the two bench jobs (timing only the half compared), the compute
-  // calibration and the steps.
-  ASSERT_EQ(pj.size(), 2u * kPingpongLaunches + 4u);
+  // calibrations (one rank alone, the cluster's 16 ranks at once) and the steps.
+  ASSERT_EQ(pj.size(), 2u * kPingpongLaunches + 5u);
   for (int i = 0; i < kPingpongLaunches; ++i) {
     EXPECT_EQ(pj[2 * i]["map_by"], "node");
     EXPECT_EQ(pj[2 * i + 1]["map_by"], "slot");
@@ -76,17 +76,29 @@ TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   EXPECT_NE(std::find(bench.begin(), bench.end(), "--halves"), bench.end()) << bench.dump();
   EXPECT_EQ(pj.back()["id"], "steps");
   EXPECT_EQ(pj.back()["np"], 16);
-  // The calibration runs right before the steps: one rank per CPU, all on host 0.
-  const auto& cal = pj[pj.size() - 2];
-  EXPECT_EQ(cal["id"], "calibration");
-  EXPECT_EQ(cal["np"], 2);
-  EXPECT_EQ(cal["one_host"], true);
-  EXPECT_EQ(cal["argv"][4], calibration_experiment_path(t, s.clusters[4]));
-  EXPECT_EQ(cal["argv"][6], calibration_out(t, s.clusters[4]));
-  const nlohmann::json cexp = calibration_experiment(s, 2);
-  EXPECT_EQ(cexp["workers"], 2);
-  EXPECT_EQ(cexp["batch_size"], 2 * 256);
+  // The calibrations run right before the steps, all their ranks on host 0.
+  for (const bool alone : {true, false}) {
+    const auto& cal = pj[pj.size() - (alone ? 3 : 2)];
+    EXPECT_EQ(cal["id"], alone ? "calibration-alone" : "calibration");
+    EXPECT_EQ(cal["np"], alone ? 1 : 16);
+    EXPECT_EQ(cal["one_host"], true);
+    EXPECT_EQ(cal["argv"][4], calibration_experiment_path(t, s.clusters[4], alone));
+    EXPECT_EQ(cal["argv"][6], calibration_out(t, s.clusters[4], alone));
+  }
+  const nlohmann::json cexp = calibration_experiment(s, 16);
+  EXPECT_EQ(cexp["workers"], 16);
+  EXPECT_EQ(cexp["batch_size"], 16 * 256);
   EXPECT_EQ(cexp["runs"], steps_experiment(s, s.clusters[4])["runs"]);
+  const nlohmann::json aexp = calibration_alone_experiment(s);
+  EXPECT_EQ(aexp["workers"], 1);
+  ASSERT_EQ(aexp["runs"].size(), 1u);
+  EXPECT_EQ(aexp["runs"][0]["optimizer"]["type"], "Adam");
+  // A cluster without steps in a grid with steps is still calibrated (its kernels' contention).
+  nlohmann::json g = grid();
+  g["clusters"][0]["steps"] = false;
+  const ValidationSpec ns = parse_validation_spec(g, "g.json", 2, 24e9);
+  const nlohmann::json nplan = emu_plan(ns, t);
+  EXPECT_EQ(nplan["clusters"][0]["jobs"].back()["id"], "calibration");
   EXPECT_EQ(plan["nice"], -10);
   const nlohmann::json exp = steps_experiment(s, s.clusters[4]);
   EXPECT_EQ(exp["workers"], 16);
@@ -134,7 +146,9 @@ TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {
            {row(0.5, 0.033, 0.001, 0.001), row(0.016, 0.0129, 0.0024, 0.0011),
             row(0.017, 0.0038, 0, 0), row(0.018, 0.0084, 0.0002, 0.001),
             row(0.019, 0.0385, 0.0002, 0.001)}}}}}}};
-  const Calibration c = read_calibration({{"runs", {run}}}, "cal.json", "a test");
+  const Calibration c =
+      read_calibration({{"runs", {run}}, {"config", {{"workers", 4}}}}, "cal.json", "a test");
+  EXPECT_EQ(c.ranks, 4);
   // sync steps after the first: 9.4, 7.2 and 37.3 ms of arithmetic; the median is 9.4 ms.
   EXPECT_NEAR(c.optimizer_s["ZeroOneAdam"]["sync_step"].get<double>(), 0.0094, 1e-12);
   EXPECT_NEAR(c.optimizer_s["ZeroOneAdam"]["local_step"].get<double>(), 0.0038, 1e-12);

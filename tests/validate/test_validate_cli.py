@@ -117,12 +117,19 @@ def test_quick(clbo, src):
     if doc["schema"] != "clbo.validate/1" or len(doc["cases"]) != 14:
         fail("unexpected result: schema %s, %d cases" % (doc["schema"], len(doc["cases"])))
     # Each cluster's steps are simulated with its own compute calibration, run right before
-    # them on one MPI rank per CPU.
+    # them on its ranks at once, and one rank alone, against which the compute contention is
+    # measured.
     for c in doc["clusters"]:
         cal = c.get("calibration") or {}
-        if not cal.get("gradient_s", 0) > 0 or "OneBitAdam" not in cal.get(
-                "optimizer_arithmetic_s", {}) or c["emulation"]["jobs"]["calibration"]["rc"]:
-            fail("cluster %s without its own calibration: %s" % (c["id"], cal))
+        alone = c.get("calibration_alone") or {}
+        if (not cal.get("gradient_s", 0) > 0 or cal.get("ranks") != c["config"]["hosts"]
+                or "OneBitAdam" not in cal.get("optimizer_arithmetic_s", {})
+                or alone.get("ranks") != 1 or not alone.get("gradient_s", 0) > 0):
+            fail("cluster %s without its own calibrations: %s / %s" % (c["id"], cal, alone))
+        factor = c["compute_contention"]["factor"]
+        if (not c["compute_contention"]["source"].startswith("measured")
+                or abs(factor - cal["gradient_s"] / alone["gradient_s"]) > 1e-9 * factor):
+            fail("cluster %s: compute contention %s" % (c["id"], c["compute_contention"]))
     if doc["inputs"]["calibration"] != "per cluster: clusters[].calibration":
         fail("inputs.calibration: %s" % doc["inputs"]["calibration"])
     for c in doc["cases"]:

@@ -152,7 +152,7 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
 }
 
 void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
-                const sim::ClusterSpec& preset, const sim::KernelModel& km, double contention,
+                const sim::ClusterSpec& preset, const sim::KernelModel& km, double factor,
                 double all_pairs, const Calibration& cal, std::vector<nlohmann::json>& out) {
   const ClusterConfig& c = *m.config;
   const int p = c.ranks();
@@ -177,8 +177,9 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   setup.compute.gpu = "CPU";
   // The gradient is one pass: charge it as forward, none as backward.
   setup.compute.fwd_per_sample_s =
-      cal.gradient_s * contention / static_cast<double>(s.steps.batch_per_worker);
-  setup.compute.origin = "measured: one worker per CPU at once (calibration run) x CPU contention";
+      cal.gradient_s * factor / static_cast<double>(s.steps.batch_per_worker);
+  setup.compute.origin = "measured: the calibration run's gradient" +
+                         std::string(factor != 1 ? " x the CPU contention" : "");
 
   struct Pending {
     nlohmann::json k;
@@ -227,7 +228,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       const nlohmann::json& opt =
           cal.optimizer_s.contains(type) ? cal.optimizer_s[type] : nlohmann::json::object();
       const double opt_s = opt.contains(phase) ? opt[phase].get<double>() : 0.0;
-      pending.push_back({k, kind, opt_s * contention});
+      pending.push_back({k, kind, opt_s * factor});
       progs.push_back(sim::step_program(kind, setup));
       bare_progs.push_back(sim::step_program(kind, bare_setup));
     }
@@ -293,12 +294,13 @@ std::string family(const nlohmann::json& k) {
 }  // namespace
 
 nlohmann::json Calibration::to_json() const {
-  return {{"gradient_s", gradient_s},
+  return {{"ranks", ranks},
+          {"gradient_s", gradient_s},
           {"optimizer_arithmetic_s", optimizer_s},
           {"measured", true},
           {"run", how},
           {"definition",
-           "one worker per CPU at once (clbo train, batch_per_worker examples each), "
+           "`ranks` workers at once (clbo train, batch_per_worker examples each), "
            "steady-state medians over the steps after the first (of each optimizer and "
            "phase): the gradient, and per optimizer and phase the optimizer step less its "
            "communication and compression-kernel time"}};
@@ -308,6 +310,9 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
                              const std::string& how) {
   Calibration c;
   c.how = how;
+  if (j.contains("config") && j["config"].contains("workers") &&
+      j["config"]["workers"].is_number_integer())
+    c.ranks = j["config"]["workers"].get<int>();
   if (!j.contains("runs") || j["runs"].empty())
     throw Error(file + ": the calibration run has no runs");
   c.optimizer_s = nlohmann::json::object();
@@ -338,11 +343,12 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
 
 std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
                                             const sim::ClusterSpec& preset,
-                                            const sim::KernelModel& km, double contention,
+                                            const sim::KernelModel& km, double calibration_factor,
                                             double all_pairs, const Calibration* cal) {
   std::vector<nlohmann::json> out;
   op_cases(m, preset, km, all_pairs, out);
-  if (!m.steps.is_null() && cal) step_cases(s, m, preset, km, contention, all_pairs, *cal, out);
+  if (!m.steps.is_null() && cal)
+    step_cases(s, m, preset, km, calibration_factor, all_pairs, *cal, out);
   return out;
 }
 

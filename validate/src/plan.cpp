@@ -43,11 +43,12 @@ std::string steps_out(const Tools& t, const ClusterConfig& c) {
 std::string steps_experiment_path(const Tools& t, const ClusterConfig& c) {
   return cluster_dir(t, c) + "/steps-experiment.json";
 }
-std::string calibration_out(const Tools& t, const ClusterConfig& c) {
-  return cluster_dir(t, c) + "/calibration.json";
+std::string calibration_out(const Tools& t, const ClusterConfig& c, bool alone) {
+  return cluster_dir(t, c) + (alone ? "/calibration-alone.json" : "/calibration.json");
 }
-std::string calibration_experiment_path(const Tools& t, const ClusterConfig& c) {
-  return cluster_dir(t, c) + "/calibration-experiment.json";
+std::string calibration_experiment_path(const Tools& t, const ClusterConfig& c, bool alone) {
+  return cluster_dir(t, c) +
+         (alone ? "/calibration-alone-experiment.json" : "/calibration-experiment.json");
 }
 
 std::vector<BenchJob> bench_jobs(const ValidationSpec& s, const ClusterConfig& c, const Tools& t) {
@@ -94,20 +95,27 @@ nlohmann::json steps_experiment(const ValidationSpec& s, const ClusterConfig& c)
       {"runs", runs}};
 }
 
-nlohmann::json calibration_experiment(const ValidationSpec& s, int cpus) {
+nlohmann::json calibration_experiment(const ValidationSpec& s, int ranks) {
   ClusterConfig one;
   one.id = "calibration";
   one.hosts = 1;
-  one.ranks_per_host = cpus;
+  one.ranks_per_host = ranks;
   nlohmann::json exp = steps_experiment(s, one);
   exp["description"] = fmt::format(
-      "clbo validate: {} workers at once (one MPI rank per CPU, on one emulated host), for "
-      "the compute profile of the next steps job",
-      cpus);
+      "clbo validate: the compute of {} ranks at once on one emulated host (no network between "
+      "them), for the next steps job",
+      ranks);
   return exp;
 }
 
-nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t, int cpus) {
+nlohmann::json calibration_alone_experiment(const ValidationSpec& s) {
+  nlohmann::json exp = calibration_experiment(s, 1);
+  exp["runs"] = {{{"label", "Adam"}, {"optimizer", steps_optimizer(s, "Adam")}}};
+  exp["description"] = "clbo validate: one rank alone, Adam: the gradient without CPU contention";
+  return exp;
+}
+
+nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
   nlohmann::json clusters = nlohmann::json::array();
   for (const ClusterConfig& c : s.clusters) {
     nlohmann::json jobs = nlohmann::json::array();
@@ -177,23 +185,27 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t, int cpus) {
       return nlohmann::json{t.clbo, "train", "--backend", "mpi", experiment,
                             "-o",   out,     "--threads", "1",   "--quiet"};
     };
-    if (s.steps.enabled && c.steps) {
+    if (s.steps.enabled) {
       // Compute drifts with the machine's speed (seen: a fifth in the minutes between one
-      // calibration before the emulation and the clusters' steps), so each cluster's steps
-      // get a calibration of their own, right before them. Its ranks talk over host 0's
-      // loopback: only their compute is read.
-      jobs.push_back({{"id", "calibration"},
-                      {"mpi", true},
-                      {"np", cpus},
-                      {"one_host", true},
-                      {"timeout_s", 600},
-                      {"argv", train(calibration_experiment_path(t, c), calibration_out(t, c))}});
+      // calibration before the emulation and the clusters' steps), and p ranks on C cores
+      // slow each other by more than p/C (seen: 2.4-3.2x the 2-rank gradient on 4 ranks),
+      // so each cluster measures its ranks' compute right before its steps, on host 0,
+      // where only their compute is read (their messages cross its loopback).
+      for (bool alone : {true, false})
+        jobs.push_back({{"id", alone ? "calibration-alone" : "calibration"},
+                        {"mpi", true},
+                        {"np", alone ? 1 : c.ranks()},
+                        {"one_host", true},
+                        {"timeout_s", 600},
+                        {"argv", train(calibration_experiment_path(t, c, alone),
+                                       calibration_out(t, c, alone))}});
+    }
+    if (s.steps.enabled && c.steps)
       jobs.push_back({{"id", "steps"},
                       {"mpi", true},
                       {"np", c.ranks()},
                       {"timeout_s", 600},
                       {"argv", train(steps_experiment_path(t, c), steps_out(t, c))}});
-    }
     clusters.push_back(
         {{"id", c.id},
          {"config", c.to_json()},

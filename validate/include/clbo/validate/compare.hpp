@@ -40,6 +40,7 @@ struct ClusterMeasurements {
 // optimizer's arithmetic (its step less communication and compression kernels), each the
 // median over the steps after the first. `how`: which run measured it, for the results.
 struct Calibration {
+  int ranks = 1;  // how many computed at once (the run's workers)
   double gradient_s = 0;
   nlohmann::json optimizer_s;  // {type: {phase: seconds}}
   std::string how;
@@ -50,12 +51,13 @@ Calibration read_calibration(const nlohmann::json& train_result, const std::stri
 
 // The cases of one cluster: op cases for every benchmark row, step cases for every step kind
 // of every optimizer (when steps ran). Simulates on `preset` with the kernel model `km`
-// (contention already applied) and the CPU contention factor for compute.
+// (contention already applied); the calibration's compute is multiplied by
+// `calibration_factor` (1 when it ran on the cluster's own ranks).
 // all_pairs: the measured efficiency of concurrent TCP flows (model.hpp), for every
 // all-pair exchange.
 std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
                                             const sim::ClusterSpec& preset,
-                                            const sim::KernelModel& km, double contention,
+                                            const sim::KernelModel& km, double calibration_factor,
                                             double all_pairs, const Calibration* calibration);
 
 // median and max |rel_error| of the bandwidth-bound cases (overall, and per op family), of

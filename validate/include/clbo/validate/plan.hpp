@@ -33,11 +33,13 @@ nlohmann::json steps_experiment(const ValidationSpec& s, const ClusterConfig& c)
 // The DeepSpeed block of optimizer `type` in that experiment.
 nlohmann::json steps_optimizer(const ValidationSpec& s, const std::string& type);
 
-// The compute calibration of a cluster's steps: the steps experiment on `cpus` ranks, all on
-// the cluster's host 0 (one MPI process per CPU, as the emulated ranks are processes), run
-// just before the cluster's steps job so that it sees the machine's speed of that moment
-// (docs/validation.md, "CPU contention").
-nlohmann::json calibration_experiment(const ValidationSpec& s, int cpus);
+// The compute calibration of a cluster: its ranks' compute measured with no network between
+// them, all on the cluster's host 0, right before its steps job (docs/validation.md, "CPU
+// contention"): the steps experiment on the cluster's p ranks at once (the compute of its
+// steps, at the contention its ranks see), and Adam on one rank alone (the gradient without
+// contention, against which the p ranks' slowdown of the compression kernels is measured).
+nlohmann::json calibration_experiment(const ValidationSpec& s, int ranks);
+nlohmann::json calibration_alone_experiment(const ValidationSpec& s);
 
 std::string cluster_dir(const Tools& t, const ClusterConfig& c);
 // The MPI ping-pong runs as kPingpongLaunches separate mpirun launches: one launch's latency
@@ -48,10 +50,10 @@ inline constexpr int kPingpongLaunches = 3;
 std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host, int launch = 0);
 std::string steps_out(const Tools& t, const ClusterConfig& c);
 std::string steps_experiment_path(const Tools& t, const ClusterConfig& c);
-std::string calibration_out(const Tools& t, const ClusterConfig& c);
-std::string calibration_experiment_path(const Tools& t, const ClusterConfig& c);
+std::string calibration_out(const Tools& t, const ClusterConfig& c, bool alone = false);
+std::string calibration_experiment_path(const Tools& t, const ClusterConfig& c, bool alone = false);
 
-// The whole plan (schema clbo.emu.plan/1); `cpus`: the ranks of each calibration job.
-nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t, int cpus);
+// The whole plan (schema clbo.emu.plan/1).
+nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t);
 
 }  // namespace clbo::validate
