@@ -9,8 +9,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <sstream>
+
+#include <unistd.h>  // environ
 
 #include "bench_world.hpp"
 #include "clbo/core/error.hpp"
@@ -103,6 +106,90 @@ nlohmann::json row_json(const Sweep& run, const Row& row, int p) {
   j["in_place"] = half_json(run, row, row.in_place, p);
   if (!row.timestamp.empty()) j["timestamp"] = row.timestamp;
   return j;
+}
+
+// ---- nccl-tests' own JSON (src/util.cu, file version 3), written beside clbo's keys so
+// that a script written for nccl-tests' -J output reads clbo's unchanged ----
+
+constexpr int kNcclTestsJsonVersion = 3;
+
+// nccl-tests' start_time and end_time: local time, "%Y-%m-%d %H:%M:%S".
+std::string local_time_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
+}
+
+// One half as nccl-tests writes it: time in us (cpu_time with -C 1), alg_bw and bus_bw in
+// GB/s, nwrong (null without a check); null when --halves native left the half out.
+nlohmann::json nccl_tests_half(const Sweep& run, const Row& row, const Half& h, int p) {
+  if (!h.ran) return nullptr;
+  const Bandwidths b = bandwidths(row, h, p);
+  nlohmann::json j;
+  j[run.cfg.report_cputime ? "cpu_time" : "time"] = h.time_us;
+  j["alg_bw"] = b.algbw;
+  j["bus_bw"] = b.busbw;
+  j["nwrong"] = run.cfg.check ? nlohmann::json(static_cast<double>(h.wrong)) : nlohmann::json();
+  return j;
+}
+
+// nccl-tests' records, one per row as in its table; `collective` is clbo's (nccl-tests runs
+// one collective per binary).
+nlohmann::json nccl_tests_results(const Sweep& run, const std::vector<Row>& rows, int p) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& r : rows)
+    out.push_back({{"size", r.shape.bytes},
+                   {"count", r.shape.call_count},
+                   {"type", r.c.type},
+                   {"redop", redop_of(r.c.op)},
+                   {"root", fmt::format("{:6d}", -1)},  // nccl-tests writes it as printed
+                   {"out_of_place", nccl_tests_half(run, r, r.out_of_place, p)},
+                   {"in_place", nccl_tests_half(run, r, r.in_place, p)},
+                   {"actual_iterations", run.cfg.iters},
+                   {"experiment_name", ""},
+                   {"collective", op_name(r.c.op)}});
+  return out;
+}
+
+// nccl-tests' config keys (clbo's own config keys stay beside them).
+void add_nccl_tests_config(const CollectiveBenchConfig& c, uint64_t lo, uint64_t hi,
+                           nlohmann::json& config) {
+  config["minimum_bytes"] = lo;
+  config["maximum_bytes"] = hi;
+  config["warmup_iters"] = c.warmup;
+  config["iterations"] = c.iters;
+  config["aggregated_iterations"] = c.agg_iters;
+  config["validation"] = c.check;
+  config["graph"] = 0;  // -G is accepted only at 0
+  config["blocking_collectives"] = c.blocking != 0;
+  config["per_iter_timing"] = false;  // -I is accepted only at 0
+  config["per_iter_skip"] = 0;
+  config["parallel_init"] = false;  // -p is accepted only at 0
+}
+
+// nccl-tests records the whole environment; clbo keeps the variables that change what a
+// collective does (NCCL's, OpenMPI's MCA settings, clbo's) and no others.
+nlohmann::json nccl_tests_env() {
+  nlohmann::json out = nlohmann::json::array();
+  for (char** e = environ; e && *e; ++e) {
+    const std::string v = *e;
+    for (const char* prefix : {"NCCL_", "OMPI_MCA_", "CLBO_"})
+      if (v.rfind(prefix, 0) == 0) out.push_back(v);
+  }
+  return out;
+}
+
+// nccl-tests' nccl_version is NCCL's version code (X*10000 + Y*100 + Z); null where no NCCL
+// ran (the local and mpi backends).
+nlohmann::json nccl_version_code(const nlohmann::json& describe) {
+  int x = 0, y = 0, z = 0;
+  if (!describe.contains("nccl_library") ||
+      std::sscanf(describe["nccl_library"].get<std::string>().c_str(), "%d.%d.%d", &x, &y, &z) != 3)
+    return nullptr;
+  return x * 10000 + y * 100 + z;
 }
 
 // compressed vs allreduce at each size both were run at (their native halves): the bytes
@@ -385,6 +472,7 @@ void validate(const CollectiveBenchConfig& c) {
 
 int run_collective_bench(const CollectiveBenchConfig& cfg) {
   validate(cfg);
+  const std::string start_time = local_time_now();
   const bool write_json = !cfg.output_file.empty() && cfg.run_cycles > 0;
   if (write_json) check_output_path(cfg.output_file, "-J");  // before any measurement
   Sweep run;
@@ -447,6 +535,11 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
     nlohmann::json result;
     result["schema"] = "clbo.bench.collectives/1";
     result["measured"] = true;
+    result["version"] = kNcclTestsJsonVersion;
+    result["start_time"] = start_time;
+    result["args"] = cfg.argv;
+    result["env"] = nccl_tests_env();
+    result["nccl_version"] = nccl_version_code(describe);
     nlohmann::json config;
     config["collectives"] = run.cfg.collectives;
     config["backend"] = cfg.backend;
@@ -472,6 +565,7 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
     config["sparse_k"] = cfg.sparse_k;
     config["seed"] = cfg.seed;
     config["halves"] = cfg.halves;
+    add_nccl_tests_config(cfg, lo, hi, config);
     result["config"] = config;
     result["environment"] = environment_json();
     result["backend"] = describe;
@@ -500,15 +594,24 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
         {"wire_bytes", "bytes one call sent per rank as the backend counts them (max over ranks)"},
         {"wrong",
          "elements differing from the expected result in -c checked calls (all "
-         "ranks; null with -c 0)"}};
+         "ranks; null with -c 0)"},
+        {"results",
+         "nccl-tests' JSON (version 3) for the same rows: size, count, type, redop, root (as "
+         "printed), out_of_place and in_place (time or cpu_time in us, alg_bw and bus_bw in "
+         "GB/s, nwrong; null for a half left out), actual_iterations, experiment_name; plus "
+         "clbo's collective. version, start_time, end_time, args, env (only NCCL_*, "
+         "OMPI_MCA_* and CLBO_* variables), nccl_version (null without NCCL) and config's "
+         "nccl-tests keys are nccl-tests' too; config.devices is not written"}};
     nlohmann::json jrows = nlohmann::json::array();
     for (const Row& r : rows) jrows.push_back(row_json(run, r, p));
     result["rows"] = jrows;
+    result["results"] = nccl_tests_results(run, rows, p);
     result["comparisons"] = comparisons(run, rows);
     result["out_of_bounds"] = {{"count", out_of_bounds}, {"okay", out_of_bounds == 0}};
     result["average_bus_bandwidth"] = {
         {"bandwidth", avg_bw},
         {"okay", min_bw < 0 ? nlohmann::json("unchecked") : nlohmann::json(bw_ok)}};
+    result["end_time"] = local_time_now();
     write_json_atomic(cfg.output_file, result);
     std::printf("# wrote %s\n", cfg.output_file.c_str());
   }

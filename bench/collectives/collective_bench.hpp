@@ -82,6 +82,7 @@ struct CollectiveBenchConfig {
   int64_t root = 0;                // -r: rooted collectives only (clbo has none)
   double timeout_s = 0;            // -T: seconds before a stuck call fails (0 = never)
   std::string output_file;         // -J: JSON result ("" = none, as nccl-tests)
+  std::vector<std::string> argv;   // the command line, for the JSON's "args" as nccl-tests
   std::vector<FixedFlag> fixed;    // the other nccl-tests flags (fixed_flags())
 };
 

@@ -83,7 +83,9 @@ int main(int argc, char** argv) {
           "1: report the time to issue the calls (cputime) instead of their completion");
   integer("-S,--report_timestamps", cfg.report_timestamps, "1: a timestamp after each row");
   app.add_option("-J,--output_file", cfg.output_file,
-                 "JSON result (clbo.bench.collectives/1; the name must end in .json)");
+                 "JSON result: nccl-tests' JSON (version 3: config, results, out_of_bounds, "
+                 "average_bus_bandwidth) with clbo's schema clbo.bench.collectives/1 beside it "
+                 "(the name must end in .json)");
   integer("-a,--average", cfg.average,
           "Time over ranks: 0 rank 0, 1 mean, 2 min, 3 max (the slowest rank)");
   cfg.fixed = clbo::bench::fixed_flags();
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
               << "\nRun with --help for more information." << std::endl;
     return 2;
   }
+  cfg.argv.assign(argv, argv + argc);
   try {
     return clbo::bench::run_collective_bench(cfg);
   } catch (const clbo::InputError& e) {

@@ -281,29 +281,28 @@ void BM_RandomMask(benchmark::State& state) {
 }
 
 // One benchmark at one size, in microseconds (every case here takes tens of microseconds to a
-// few milliseconds on a data-centre GPU). Without a user's --benchmark_min_time each runs a
-// fixed number of iterations: one setup per size and a predictable run time (the GPU check
-// has a budget), enough for stable means at these sizes. A user's --benchmark_min_time
-// replaces the fixed count, as it would in any Google Benchmark binary.
+// few milliseconds on a data-centre GPU). How long each runs is Google Benchmark's
+// --benchmark_min_time, to which main() gives clbo's default: an Iterations() or MinTime()
+// here would put "/iterations:N" into the names (so runs with and without the user's flag
+// would not pair in tools/compare.py) and override the user's flag.
 using BenchFn = void (*)(benchmark::State&);
 struct NamedBench {
   const char* name;
   BenchFn fn;
 };
 
-void register_one(const NamedBench& b, int64_t n, int64_t iters, bool fixed_iterations) {
-  auto* r = benchmark::RegisterBenchmark(b.name, b.fn)
-                ->Arg(n)
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
-  if (fixed_iterations) r->Iterations(iters);
+void register_one(const NamedBench& b, int64_t n) {
+  benchmark::RegisterBenchmark(b.name, b.fn)
+      ->Arg(n)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
 }
 
-void register_all(bool fixed_iterations) {
+void register_all() {
   auto both_sizes = [&](std::initializer_list<NamedBench> list) {
     for (const NamedBench& b : list) {
-      register_one(b, kSmall, 200, fixed_iterations);
-      register_one(b, kLarge, 30, fixed_iterations);
+      register_one(b, kSmall);
+      register_one(b, kLarge);
     }
   };
   both_sizes({{"BM_CopyD2D", BM_CopyD2D},
@@ -312,8 +311,8 @@ void register_all(bool fixed_iterations) {
               {"BM_EfSumsq", BM_EfSumsq},
               {"BM_Unpack", BM_Unpack}});
   // The server step serves one rank's chunk: at p = 4, a quarter of the large buffer.
-  register_one({"BM_ServerStep", BM_ServerStep}, kSmall, 200, fixed_iterations);
-  register_one({"BM_ServerStep", BM_ServerStep}, kLarge / 4, 30, fixed_iterations);
+  register_one({"BM_ServerStep", BM_ServerStep}, kSmall);
+  register_one({"BM_ServerStep", BM_ServerStep}, kLarge / 4);
   both_sizes({{"BM_Adam", BM_Adam},
               {"BM_LambDirection", BM_LambDirection},
               {"BM_MaskCompact", BM_MaskCompact},
@@ -348,20 +347,23 @@ double measure_copy_bw() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Read before Initialize, which removes the flags it knows from argv.
-  const auto args = clbo::bench::gbench_args(argc, argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_all(!clbo::bench::gbench_flag(args, "benchmark_min_time"));
+  // Every Google Benchmark flag works as in any Google Benchmark binary; clbo only supplies a
+  // default --benchmark_min_time of 0.05 s (about 20 benchmarks: a predictable run for the GPU
+  // check), which the user's own replaces. clbo's own lines go to stderr, so that
+  // --benchmark_format=json on stdout stays JSON.
+  clbo::bench::ArgsWithDefaultMinTime args(argc, argv, "0.05");
+  benchmark::Initialize(args.argc(), args.argv());
+  if (benchmark::ReportUnrecognizedArguments(*args.argc(), args.argv())) return 1;
+  register_all();
   // Listing needs no device and measures nothing.
-  if (clbo::bench::gbench_bool_flag(args, "benchmark_list_tests")) {
+  if (clbo::bench::gbench_bool_flag(clbo::bench::gbench_args(argc, argv), "benchmark_list_tests")) {
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;
   }
   if (clbo::cuda::device_count() == 0) {
-    std::printf("bench_kernels_cuda: skipped: no CUDA device: %s\n",
-                clbo::cuda::unavailable_reason().c_str());
+    std::fprintf(stderr, "bench_kernels_cuda: skipped: no CUDA device: %s\n",
+                 clbo::cuda::unavailable_reason().c_str());
     return 0;
   }
   int l2 = 0;
@@ -371,8 +373,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("device", clbo::cuda::device_description(0));
   benchmark::AddCustomContext("copy_bw_GBps", std::to_string(g_copy_bw / 1e9));
   benchmark::AddCustomContext("l2_bytes", std::to_string(g_l2_bytes));
-  std::printf("device %s: D2D copy %.1f GB/s, L2 %zu bytes\n",
-              clbo::cuda::device_description(0).c_str(), g_copy_bw / 1e9, g_l2_bytes);
+  std::fprintf(stderr, "device %s: D2D copy %.1f GB/s, L2 %zu bytes\n",
+               clbo::cuda::device_description(0).c_str(), g_copy_bw / 1e9, g_l2_bytes);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

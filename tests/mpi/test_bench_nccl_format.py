@@ -52,8 +52,14 @@ def footer(text):
 
 class NcclTestsFormat(unittest.TestCase):
     def test_rows_columns_and_footer_read_as_nccl_tests(self):
-        out = run("-t", "3", "-b", "96", "-e", "6K", "-f", "4", "-n", "2", "-w", "1").stdout
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            out = run("-t", "3", "-b", "96", "-e", "6K", "-f", "4", "-n", "2", "-w", "1",
+                      "-J", path).stdout
+            with open(path) as f:
+                doc = json.load(f)
         rows = nccl_tests_rows(out)
+        self.check_nccl_tests_json(doc, rows, checked=True)
         self.assertEqual([r["size"] for r in rows], [96, 384, 1536, 6144])
         busbw = []
         for r in rows:
@@ -79,6 +85,36 @@ class NcclTestsFormat(unittest.TestCase):
                                         "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"])
         self.assertEqual(header[14:], ["eq_busbw", "eq_busbw", "wire_bytes"])
 
+    def check_nccl_tests_json(self, doc, rows, checked):
+        """The -J file read as a script written for nccl-tests' JSON (src/util.cu, version 3)
+        reads it: one record per table row, with the table's numbers."""
+        self.assertEqual(doc["version"], 3)
+        self.assertRegex(doc["start_time"], r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
+        self.assertRegex(doc["end_time"], r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
+        self.assertIn("-J", doc["args"])
+        self.assertIsNone(doc["nccl_version"])  # the local backend runs no NCCL
+        cfg = doc["config"]
+        for key in ("nthreads", "ngpus", "minimum_bytes", "maximum_bytes", "warmup_iters",
+                    "iterations", "aggregated_iterations", "validation", "graph",
+                    "blocking_collectives", "per_iter_timing", "per_iter_skip", "parallel_init"):
+            self.assertIn(key, cfg)
+        self.assertEqual(cfg["minimum_bytes"], rows[0]["size"])
+        self.assertEqual(len(doc["results"]), len(rows))
+        for rec, r in zip(doc["results"], rows):
+            self.assertEqual((rec["size"], rec["count"], rec["type"], rec["redop"]),
+                             (r["size"], r["count"], r["type"], r["redop"]))
+            self.assertEqual(int(rec["root"]), r["root"])
+            self.assertEqual(rec["actual_iterations"], cfg["iterations"])
+            for half, key in (("out_of_place", "oop"), ("in_place", "ip")):
+                h = rec[half]
+                for field, col in (("time", "_time"), ("alg_bw", "_algbw"), ("bus_bw", "_busbw")):
+                    self.assertAlmostEqual(h[field], r[key + col], delta=0.006 + 1e-3 * h[field])
+                if checked:
+                    self.assertEqual(h["nwrong"], float(r[key + "_wrong"]))
+                else:
+                    self.assertIsNone(h["nwrong"])
+        self.assertEqual(doc["out_of_bounds"]["count"], 0)
+
     def test_datatype_all_cycles_no_check_and_json(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
@@ -96,6 +132,7 @@ class NcclTestsFormat(unittest.TestCase):
                 doc = json.load(f)
             self.assertEqual(doc["schema"], "clbo.bench.collectives/1")
             self.assertEqual(len(doc["rows"]), 24)
+            self.check_nccl_tests_json(doc, rows, checked=False)
             self.assertEqual(doc["out_of_bounds"], {"count": 0, "okay": True})
             self.assertIn("bandwidth", doc["average_bus_bandwidth"])
 
