@@ -100,7 +100,9 @@ ReplayInputs load_inputs(const ReplayArgs& a) {
   // what DeepSpeed refuses and names what replay does not model.
   const nlohmann::json doc = load_json_file(a.optimizer, deepspeed_json_options());
   OptimizerConfig config;
-  if (is_whole_deepspeed_config(doc)) {
+  // {"optimizer": {...}} alone is a block in DeepSpeed's wrapper, not a config to check.
+  const bool block_alone = doc.is_object() && doc.size() == 1 && doc.contains("optimizer");
+  if (is_whole_deepspeed_config(doc) && !block_alone) {
     const DeepSpeedConfig ds = parse_deepspeed_config(doc, a.optimizer);
     config = ds.optimizer;
     // The batch and the transport do not change a replay's numbers (the gradients are given).
@@ -111,7 +113,8 @@ ReplayInputs load_inputs(const ReplayArgs& a) {
     for (const std::string& w : warnings)
       std::cerr << "clbo: warning: " << a.optimizer << ": " << w << std::endl;
   } else {
-    config = parse_optimizer_config(doc, a.optimizer);
+    config = block_alone ? parse_optimizer_config(doc["optimizer"], a.optimizer, "optimizer")
+                         : parse_optimizer_config(doc, a.optimizer);
   }
   for (int r = 0; r < in.p; ++r)
     in.optimizers.push_back(make_optimizer(config, in.layout, in.p, r));

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "clbo/core/error.hpp"
+#include "clbo/core/json_reader.hpp"
 
 namespace clbo::report {
 
@@ -104,6 +105,13 @@ void check_fresh(const Context& cx, const ResultsFile& f) {
         "{} is stale: its config.simulate differs from the \"simulate\" block of {} (claim '{}'); "
         "rerun `clbo simulate {}`",
         f.path, cx.spec.file, cx.claim.id, cx.spec.file));
+  // Flags (--set, --cluster, --gpus, ...) change what ran without changing config.simulate.
+  if (f.doc.contains("command_line"))
+    throw Error(fmt::format(
+        "{} was simulated with command-line changes to {} ({}), so it does not hold the runs "
+        "claim '{}' reads; rerun `clbo simulate {}` without them, or give such a sweep its own "
+        "-o file",
+        f.path, cx.spec.file, json_excerpt(f.doc["command_line"], 120), cx.claim.id, cx.spec.file));
 }
 
 double select(Context& cx, const Selector& sel, json* chosen_where = nullptr) {

@@ -96,6 +96,58 @@ const std::vector<std::pair<std::string, std::string>>& unmodelled_fields() {
   return f;
 }
 
+// The fields of DeepSpeed's precision and ZeRO blocks (DeepSpeed's config documentation), so
+// that a misspelt one is named rather than silently left at its default.
+const std::vector<std::string>& block_fields(const std::string& block) {
+  static const std::vector<std::string> fp16 = {"enabled",
+                                                "auto_cast",
+                                                "loss_scale",
+                                                "initial_scale_power",
+                                                "loss_scale_window",
+                                                "hysteresis",
+                                                "consecutive_hysteresis",
+                                                "min_loss_scale",
+                                                "fp16_master_weights_and_grads"};
+  static const std::vector<std::string> bf16 = {"enabled", "immediate_grad_update",
+                                                "check_grad_overflow"};
+  static const std::vector<std::string> zero = {"stage",
+                                                "allgather_partitions",
+                                                "allgather_bucket_size",
+                                                "overlap_comm",
+                                                "reduce_scatter",
+                                                "reduce_bucket_size",
+                                                "contiguous_gradients",
+                                                "offload_param",
+                                                "offload_optimizer",
+                                                "stage3_max_live_parameters",
+                                                "stage3_max_reuse_distance",
+                                                "stage3_prefetch_bucket_size",
+                                                "stage3_param_persistence_threshold",
+                                                "stage3_gather_16bit_weights_on_model_save",
+                                                "stage3_gather_fp16_weights_on_model_save",
+                                                "sub_group_size",
+                                                "elastic_checkpoint",
+                                                "ignore_unused_parameters",
+                                                "round_robin_gradients",
+                                                "zero_hpz_partition_size",
+                                                "zero_quantized_weights",
+                                                "zero_quantized_gradients",
+                                                "mics_shard_size",
+                                                "mics_hierarchical_params_gather",
+                                                "memory_efficient_linear",
+                                                "cpu_offload",
+                                                "cpu_offload_params",
+                                                "cpu_offload_use_pin_memory",
+                                                "load_from_fp32_weights",
+                                                "legacy_stage1",
+                                                "use_multi_rank_bucket_allreduce"};
+  static const std::vector<std::string> none;
+  return block == "fp16"                ? fp16
+         : block == "bf16"              ? bf16
+         : block == "zero_optimization" ? zero
+                                        : none;
+}
+
 bool is_onebit(OptimizerKind k) {
   return k != OptimizerKind::kAdam && k != OptimizerKind::kLamb;
 }
@@ -348,6 +400,14 @@ std::optional<OptimizerConfig> uncompressed_twin(const OptimizerConfig& c) {
   return std::nullopt;
 }
 
+std::vector<std::string> deepspeed_known_fields(const std::string& block) {
+  if (!block.empty()) return block_fields(block);
+  std::vector<std::string> known = modelled_fields();
+  known.insert(known.end(), neutral_fields().begin(), neutral_fields().end());
+  for (const auto& [name, what] : unmodelled_fields()) known.push_back(name);
+  return known;
+}
+
 bool is_whole_deepspeed_config(const nlohmann::json& doc) {
   if (!doc.is_object()) return false;
   if (doc.contains("optimizer") && doc["optimizer"].is_object()) return true;
@@ -396,10 +456,20 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& cfg, const std::str
   read_scheduler(c, cfg, prefix);
   read_clipping(c, cfg, prefix);
 
+  // A misspelt field inside a block DeepSpeed reads would leave its default in force.
+  for (const char* block : {"fp16", "bf16", "zero_optimization"}) {
+    if (!cfg.contains(block) || !cfg[block].is_object()) continue;
+    const auto& fields = block_fields(block);
+    for (auto it = cfg[block].begin(); it != cfg[block].end(); ++it)
+      if (std::find(fields.begin(), fields.end(), it.key()) == fields.end())
+        c.warnings.push_back(fmt::format(
+            "{} is not a field of DeepSpeed's {} block that clbo knows; it is ignored{}",
+            joined_field(prefix, std::string(block) + "." + it.key()), block,
+            did_you_mean(it.key(), fields)));
+  }
+
   // Every other field: neutral ones pass, the rest are warnings naming them.
-  std::vector<std::string> known = modelled_fields();
-  known.insert(known.end(), neutral_fields().begin(), neutral_fields().end());
-  for (const auto& [name, what] : unmodelled_fields()) known.push_back(name);
+  const std::vector<std::string> known = deepspeed_known_fields("");
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     const std::string& k = it.key();
     const std::string f = joined_field(prefix, k);

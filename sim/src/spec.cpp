@@ -135,6 +135,13 @@ ExperimentSpec parse_experiment_spec(const nlohmann::json& spec, const std::stri
                                 there));
     for (const std::string& w : s.deepspeed->warnings)
       s.warnings.push_back(fmt::format("{}: {}", s.deepspeed->file, w));
+    // The workloads' compute profiles are mixed-precision (tensor-core fp16/bf16) rates.
+    if (s.deepspeed->precision == Precision::kFp32)
+      s.warnings.push_back(fmt::format(
+          "{}: fp16.enabled and bf16.enabled are both off, so DeepSpeed trains in fp32: the "
+          "gradients are simulated as fp32, but fp32 compute is not modelled (the workload's "
+          "compute is its fp16/bf16 profile, several times faster on tensor cores)",
+          s.deepspeed->file));
   }
 
   std::set<std::string> labels;

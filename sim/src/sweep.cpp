@@ -7,6 +7,7 @@
 
 #include "clbo/core/error.hpp"
 #include "clbo/core/json_reader.hpp"
+#include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/workload.hpp"
 
@@ -96,6 +97,26 @@ void inline_cluster(nlohmann::json& ref, const std::string& file, const std::str
   ref = cluster_json(ref, file, field);
 }
 
+// A --set into the ds_config may name a field the config holds or one DeepSpeed reads (at
+// the top level or in its fp16, bf16 and zero_optimization blocks); anything else is a typo
+// that DeepSpeed would ignore, so the sweep's points would all be the same.
+void check_deepspeed_path(const nlohmann::json& sim, const std::vector<PathStep>& steps,
+                          const std::string& text) {
+  const nlohmann::json* node = sim.contains("ds_config") ? &sim["ds_config"] : nullptr;
+  for (size_t i = 2; i < steps.size() && i < 4; ++i) {
+    if (steps[i].index) return;
+    const std::string block = i == 2 ? "" : steps[2].key;
+    if (i == 3 && block != "fp16" && block != "bf16" && block != "zero_optimization") return;
+    const bool present = node && node->is_object() && node->contains(steps[i].key);
+    const std::vector<std::string> known = deepspeed_known_fields(block);
+    if (!present && std::find(known.begin(), known.end(), steps[i].key) == known.end())
+      set_error(text, fmt::format("'{}' is not in the ds_config nor a field DeepSpeed reads "
+                                  "there{}",
+                                  shown_path(steps, i + 1), did_you_mean(steps[i].key, known)));
+    node = present ? &(*node)[steps[i].key] : nullptr;
+  }
+}
+
 void apply_axis(nlohmann::json& doc, const SetAxis& axis, const nlohmann::json& value,
                 const std::string& file) {
   if (!doc.is_object()) set_error(axis.text, "the experiment is not a JSON object");
@@ -131,6 +152,7 @@ void apply_axis(nlohmann::json& doc, const SetAxis& axis, const nlohmann::json& 
       sim["ds_config"].is_string())
     sim["ds_config"] = load_json_file_named_by(sim["ds_config"].get<std::string>(), file,
                                                "simulate.ds_config", deepspeed_json_options());
+  if (steps.size() > 2 && steps[1].key == "ds_config") check_deepspeed_path(sim, steps, axis.text);
   set_at(doc, steps, value, axis.text);
 }
 

@@ -171,6 +171,9 @@ TEST_F(ReplayCli, AWholeDeepSpeedConfigIsAccepted) {
   const auto ref = adam_reference(make_theta0(n), grads, T, p, 0.01);
   ASSERT_EQ(out.data.size(), ref.size());
   EXPECT_NEAR(out.data[5], ref[5], 1e-6);
+  // The block in DeepSpeed's wrapper alone, {"optimizer": {...}}, needs no batch fields.
+  const json wrapped = {{"optimizer", {{"type", "Adam"}, {"params", {{"lr", 0.01}}}}}};
+  EXPECT_EQ(replay(wrapped, T, p, n, grads).data, out.data);
 }
 
 // DeepSpeed's own syntax (hjson's comments and trailing commas) through the one DeepSpeed

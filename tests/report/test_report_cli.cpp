@@ -104,6 +104,17 @@ TEST_F(ReportCli, BadResultsWriteNothing) {
   EXPECT_NE(r.err.find("is stale"), std::string::npos) << r.err;
   EXPECT_TRUE(wrote_nothing());
 
+  // The spec's own simulate block, run with a --set edit: config.simulate matches the spec but
+  // the runs do not hold what the claim reads.
+  json edited = sim_results();
+  edited["command_line"] = {
+      {"set", {{{"field", "micro_batch"}, {"path", "simulate.micro_batch"}, {"values", {8}}}}}};
+  write_json("results/paper/demo-claims.json", edited);
+  r = report();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("command-line changes"), std::string::npos) << r.err;
+  EXPECT_TRUE(wrote_nothing());
+
   // A spec that reads a file the folder has and one it lacks: the missing one is named.
   write_json("results/paper/demo-claims.json", sim_results());
   json c = claim("onebit.elsewhere",

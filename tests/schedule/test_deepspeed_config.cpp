@@ -234,6 +234,18 @@ TEST(DeepSpeedConfig, UnmodelledAndUnknownFieldsAreWarningsNamingThem) {
   EXPECT_FALSE(contains(all, "curriculum_learning")) << all;   // switched off
   EXPECT_FALSE(contains(all, "wall_clock_breakdown")) << all;  // changes nothing
 
+  // A misspelt field inside fp16, bf16 or zero_optimization leaves its default in force.
+  const auto nested = parse(R"({"train_batch_size": 64, "optimizer": {"type": "Adam"},
+      "fp16": {"enabeld": true, "loss_scale": 0}, "zero_optimization": {"stag": 2}})");
+  all.clear();
+  for (const auto& w : nested.warnings) all += w + "\n";
+  EXPECT_EQ(nested.precision, Precision::kFp32) << all;
+  EXPECT_EQ(nested.warnings.size(), 2u) << all;
+  EXPECT_TRUE(contains(all, "fp16.enabeld is not a field of DeepSpeed's fp16 block")) << all;
+  EXPECT_TRUE(contains(all, "did you mean 'enabled'")) << all;
+  EXPECT_TRUE(contains(all, "zero_optimization.stag is not a field")) << all;
+  EXPECT_TRUE(contains(all, "did you mean 'stage'")) << all;
+
   const auto ignored =
       deepspeed_fields_ignored_by(parse(R"({"train_batch_size": 64, "fp16": {"enabled": true},
           "optimizer": {"type": "OneBitAdam", "params": {"comm_backend_name": "mpi"}},

@@ -183,6 +183,20 @@ TEST(Sweep, DsConfigFieldsAreEditedInACopyOfTheConfig) {
   EXPECT_EQ(points[1].doc["simulate"]["ds_config"]["optimizer"]["params"]["freeze_step"], 4);
   EXPECT_EQ(points[1].doc["simulate"]["ds_config"]["train_batch_size"], 256);
   EXPECT_NO_THROW(validate_experiment(points[1].doc, "exp.json"));
+  // A field DeepSpeed reads may be set where the config has none (fp16 here)...
+  EXPECT_EQ(
+      sweep_points(doc, {parse_set_flag("ds_config.fp16.enabled=true,false")}, "exp.json").size(),
+      2u);
+  // ...but a misspelt one would give identical points: an error naming it, before any run.
+  for (const auto& [set, says] : std::vector<std::pair<std::string, std::string>>{
+           {"ds_config.fp16.enabeld=true,false", "did you mean 'enabled'"},
+           {"ds_config.train_batch_sise=128,256", "did you mean 'train_batch_size'"},
+           {"ds_config.zero_optimization.stag=0,1", "did you mean 'stage'"}}) {
+    const std::string msg =
+        rejection_message([&] { sweep_points(doc, {parse_set_flag(set)}, "exp.json"); });
+    EXPECT_TRUE(contains(msg, "--set")) << msg;
+    EXPECT_TRUE(contains(msg, says)) << msg;
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -203,6 +217,10 @@ TEST(Sweep, ADsConfigSetsOptimizersBatchBackendDtypeAndLength) {
   EXPECT_EQ(s.expand.backend, Backend::kMpi);
   EXPECT_TRUE(s.expand.mpi_cuda_aware);
   EXPECT_EQ(s.grad_dtype, DType::kF32);  // no fp16 block: DeepSpeed runs fp32
+  // ...and fp32 compute is not modelled: a warning, never silence.
+  std::string warned;
+  for (const auto& w : s.warnings) warned += w + "\n";
+  EXPECT_TRUE(contains(warned, "fp32 compute is not modelled")) << warned;
   EXPECT_EQ(s.total_steps, 77);
   ASSERT_EQ(s.points.size(), 2u);
   EXPECT_EQ(s.points[0].micro_batch, 32);  // 256 / 8 GPUs, one accumulation step

@@ -95,6 +95,11 @@ DeepSpeedConfig resolve_deepspeed_config(const nlohmann::json& ref, const std::s
 // `clbo train ds.json` and `clbo simulate ds.json ...` take a ds_config as it is.
 nlohmann::json load_experiment_or_deepspeed_config(const std::string& path, bool* is_deepspeed);
 
+// The fields clbo knows DeepSpeed to read at the config's top level (block "") or inside its
+// "fp16", "bf16" and "zero_optimization" blocks; empty for any other block (the optimizer's
+// params are checked by the optimizer's own parser).
+std::vector<std::string> deepspeed_known_fields(const std::string& block);
+
 // True when `doc` is a whole DeepSpeed config rather than a bare optimizer block: it holds
 // an "optimizer" object, or any of DeepSpeed's top-level batch or precision fields.
 bool is_whole_deepspeed_config(const nlohmann::json& doc);
