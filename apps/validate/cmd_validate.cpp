@@ -318,9 +318,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const Calibration* calibration =
         own_calibration ? own_calibration.get() : shared_calibration.get();
     const Links links = read_links(record, pp_net, pp_host, c.id);
-    // p ranks on C cores: p/C, the model's CPU contention, stretches MPI's software latency;
-    // compute is slowed by what the calibration measured where it ran on these p ranks (their
-    // gradient against one rank's alone), else by p/C too.
+    // p ranks on C cores: compute is slowed by what the calibration measured where it ran on
+    // these p ranks (their gradient against one rank's alone), else by p/C.
     const double contention = cpu_contention(c.ranks(), cpus);
     const bool measured_contention = own_calibration && alone_calibration &&
                                      own_calibration->ranks == c.ranks() &&
@@ -332,7 +331,10 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
         calibration ? contention / cpu_contention(calibration->ranks, cpus) : 1.0;
     const clbo::sim::KernelModel km =
         kernel_model(kbench, kfile.string(), compute_contention, c.ranks());
-    const nlohmann::json preset = cluster_preset(c, links, contention);
+    // MPI's software latency: measured on all the cluster's ranks at once, else (a folder kept
+    // before, a two-rank ping-pong) stretched by p/C.
+    const nlohmann::json preset =
+        cluster_preset(c, links, contention / cpu_contention(links.mpi_probe_ranks, cpus));
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
     const double all_pairs = all_pairs_efficiency(cs, c, links);
     auto mine = compare_cluster(spec, m, cs, km, calibration_factor, all_pairs, calibration);

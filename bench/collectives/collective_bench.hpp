@@ -21,9 +21,11 @@
 //   - Compressed and sparse: busbw = wire_bytes / time (the bus really used), and the
 //     explicitly labelled eq_busbw = size·2(p−1)/p / time: the busbw an uncompressed
 //     allreduce would need to finish in the same time ("equivalent busbw").
-//   - pingpong: rank 0 sends `size` bytes to rank 1, which sends them back (the other
-//     ranks wait); time is half the round trip, the one-way time of one message, and
-//     busbw = algbw = size / time (the OSU latency/bandwidth pair's definition).
+//   - pingpong: every pair of ranks (0, 1), (2, 3), ... at once: the even rank sends `size`
+//     bytes to the odd one, which sends them back (with p odd the last rank waits); time is
+//     half the round trip, the one-way time of one message, and busbw = algbw = size / time
+//     (the OSU latency/bandwidth pair's definition). With 2 ranks it is OSU's ping-pong; with
+//     more, the per-message time while every rank messages at once.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -155,10 +155,11 @@ class HostOps final : public RankOps {
         break;
       }
       case Op::kPingpong: {
-        // Rank 1 received rank 0's pattern and rank 0 got it back.
-        const std::vector<uint8_t>& got = r == 0 && in_place_ ? send_ : recv_;
-        if (r <= 1)
-          for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != pattern_byte(0, 1, i);
+        // Each odd rank received its even partner's pattern and the partner got it back.
+        const std::vector<uint8_t>& got = r % 2 == 0 && in_place_ ? send_ : recv_;
+        if (pingpong_partner(r) >= 0)
+          for (size_t i = 0; i < got.size(); ++i)
+            wrong += got[i] != pattern_byte(r - r % 2, r - r % 2 + 1, i);
         wrong /= case_.elem_bytes;
         break;
       }
@@ -217,6 +218,13 @@ class HostOps final : public RankOps {
   std::vector<float>& input() {
     return in_place_ ? buf_ : src_;
   }
+  // The ping-pong partner of rank r: its pair (0, 1), (2, 3), ...; -1 for the last rank of
+  // an odd count.
+  int pingpong_partner(int r) const {
+    const int partner = r % 2 == 0 ? r + 1 : r - 1;
+    return partner < size() ? partner : -1;
+  }
+
   size_t own_block_offset() const {
     return static_cast<size_t>(rank()) * send_.size();  // allgather: this rank's block
   }
@@ -251,8 +259,8 @@ class HostOps final : public RankOps {
       }
       case Op::kPingpong:
         std::fill(recv_.begin(), recv_.end(), 0);
-        if (r == 0)
-          for (size_t i = 0; i < send_.size(); ++i) send_[i] = pattern_byte(0, 1, i);
+        if (r % 2 == 0 && pingpong_partner(r) >= 0)
+          for (size_t i = 0; i < send_.size(); ++i) send_[i] = pattern_byte(r, r + 1, i);
         break;
     }
   }
@@ -304,15 +312,18 @@ class HostOps final : public RankOps {
         c.allgather(send_.data(), recv_.data(), send_.size());
         return;
       case Op::kPingpong: {
-        // Rank 1 echoes what it received, so the round trip carries rank 0's bytes both ways;
-        // in place, rank 0 receives the echo into the buffer it sent from.
+        // Every pair (0, 1), (2, 3), ... at once: the odd rank echoes what it received, so
+        // the round trip carries the even rank's bytes both ways; in place, the even rank
+        // receives the echo into the buffer it sent from. With p odd the last rank waits.
+        const int partner = pingpong_partner(rank());
+        if (partner < 0) return;
         uint8_t* back = in_place_ ? send_.data() : recv_.data();
-        if (rank() == 0) {
-          c.send(1, send_.data(), send_.size(), kTagPingpong);
-          c.recv(1, back, recv_.size(), kTagPingpong);
-        } else if (rank() == 1) {
-          c.recv(0, recv_.data(), recv_.size(), kTagPingpong);
-          c.send(0, recv_.data(), recv_.size(), kTagPingpong);
+        if (rank() % 2 == 0) {
+          c.send(partner, send_.data(), send_.size(), kTagPingpong);
+          c.recv(partner, back, recv_.size(), kTagPingpong);
+        } else {
+          c.recv(partner, recv_.data(), recv_.size(), kTagPingpong);
+          c.send(partner, recv_.data(), recv_.size(), kTagPingpong);
         }
         return;
       }

@@ -61,7 +61,8 @@ std::string algorithm_of(const Sweep& run, Op op) {
     case Op::kAllgather:
       return b == "mpi" ? "MPI_Allgather" : b == "nccl" ? "ncclAllGather" : "direct";
     case Op::kPingpong:
-      return "send + recv between ranks 0 and 1 (half round trip)";
+      return "send + recv within every pair of ranks (0, 1), (2, 3), ... at once (half round "
+             "trip)";
   }
   return "";
 }

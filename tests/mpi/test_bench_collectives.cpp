@@ -333,8 +333,9 @@ TEST(BenchCollectives, HalvesNativeTimesOnlyTheUnstagedHalf) {
   fs::remove_all(dir);
 }
 
-// pingpong: rank 0's bytes go to rank 1 and back unchanged; time is half the round trip,
-// wire bytes one message; it needs two ranks and is not offered on nccl.
+// pingpong: every even rank's bytes go to the next rank and back unchanged, all pairs at once
+// (with 3 ranks the last waits); time is half the round trip, wire bytes one message; it
+// needs two ranks and is not offered on nccl.
 TEST(BenchCollectives, PingpongEchoesExactlyAndNeedsTwoRanks) {
   const fs::path dir = fs::temp_directory_path() / ("clbo_bench_pp_" + std::to_string(::getpid()));
   CollectiveBenchConfig c;
@@ -355,6 +356,11 @@ TEST(BenchCollectives, PingpongEchoesExactlyAndNeedsTwoRanks) {
     EXPECT_EQ(row["wire_bytes"], row["size_bytes"]) << row.dump();
     EXPECT_GT(row["time_us"].get<double>(), 0.0);
     EXPECT_DOUBLE_EQ(row["busbw_GBps"].get<double>(), row["algbw_GBps"].get<double>());
+  }
+  c.nthreads = 4;  // two pairs, each checked
+  for (const auto& row : run_to_json(c)["rows"]) {
+    EXPECT_EQ(row["out_of_place"]["wrong"], 0) << row.dump();
+    EXPECT_EQ(row["in_place"]["wrong"], 0) << row.dump();
   }
   c.nthreads = 1;
   EXPECT_THROW(run_collective_bench(c), InputError);

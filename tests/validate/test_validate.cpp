@@ -66,6 +66,7 @@ TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   // calibrations (one rank alone, the cluster's 16 ranks at once) and the steps.
   ASSERT_EQ(pj.size(), 2u * kPingpongLaunches + 5u);
   for (int i = 0; i < kPingpongLaunches; ++i) {
+    EXPECT_EQ(pj[2 * i]["np"], 16);  // every pair of the cluster's ranks at once
     EXPECT_EQ(pj[2 * i]["map_by"], "node");
     EXPECT_EQ(pj[2 * i + 1]["map_by"], "slot");
     EXPECT_EQ(pj[2 * i]["argv"].back(), pingpong_out(t, s.clusters[4], false, i));
@@ -124,6 +125,10 @@ TEST(ValidateModel, MpiLatencyIsTheMedianOverLaunches) {
   EXPECT_DOUBLE_EQ(l.mpi_lo_half_rtt_s, 30e-6);
   EXPECT_DOUBLE_EQ(l.tcp_half_rtt_s, 25e-6);
   EXPECT_DOUBLE_EQ(l.all_at_once_Mbps, 183.0);
+  EXPECT_EQ(l.mpi_probe_ranks, 2);  // a result without its backend block: a two-rank probe
+  nlohmann::json all8 = pp(90);
+  all8["backend"] = {{"name", "mpi"}, {"p", 8}};
+  EXPECT_EQ(read_links(record, {all8}, {}, "c").mpi_probe_ranks, 8);
   const Links one = read_links(record, {pp(21)}, {}, "c");
   EXPECT_DOUBLE_EQ(one.mpi_half_rtt_s, 21e-6);
   EXPECT_LT(one.mpi_lo_half_rtt_s, 0);

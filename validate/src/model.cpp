@@ -54,6 +54,7 @@ nlohmann::json Links::to_json() const {
   };
   return {{"tcp_half_rtt_us", tcp_half_rtt_s * 1e6},
           {"mpi_half_rtt_us", mpi_half_rtt_s * 1e6},
+          {"mpi_pingpong_ranks", mpi_probe_ranks},
           {"tcp_loopback_half_rtt_us", opt(tcp_lo_half_rtt_s, 1e6)},
           {"mpi_same_host_half_rtt_us", opt(mpi_lo_half_rtt_s, 1e6)},
           {"single_flow_Mbps", single_flow_Mbps},
@@ -72,6 +73,8 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
   l.tcp_half_rtt_s =
       at(at(probes, "tcp_pingpong", where), "half_rtt_us", where)["median"].get<double>() * 1e-6;
   l.mpi_half_rtt_s = median_pingpong_s(pp_net, where + " (MPI ping-pong between hosts)");
+  if (!pp_net.empty() && pp_net.front().contains("backend"))
+    l.mpi_probe_ranks = pp_net.front()["backend"].value("p", 2);
   l.single_flow_Mbps = steady(at(probes, "bulk_host_link", where), where);
   double sum = 0;
   const auto& all = at(probes, "bulk_all_hosts_at_once", where);
@@ -171,8 +174,9 @@ nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l, double con
         {"source",
          "achievable_fraction: mean steady per-flow rate with every host sending to the next at "
          "once / link rate (frame headers and the reverse flows' ACKs included, so SimGrid's "
-         "crosstraffic is off); software_latency_us: MPI one-way time of 8 bytes less TCP's, "
-         "times the CPU contention"}}},
+         "crosstraffic is off); software_latency_us: MPI one-way time of 8 bytes (every pair "
+         "of the ping-pong's ranks at once) less TCP's, times the CPU contention its ranks did "
+         "not have"}}},
   };
   if (c.topology == sim::TopologyKind::kTwoLevel) {
     const double up = l.uplink_Mbps > 0 ? l.uplink_Mbps : c.uplink_Mbps * fraction;

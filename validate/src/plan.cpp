@@ -119,10 +119,12 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
   nlohmann::json clusters = nlohmann::json::array();
   for (const ClusterConfig& c : s.clusters) {
     nlohmann::json jobs = nlohmann::json::array();
+    // Every pair of the cluster's ranks at once (between hosts: pairs of consecutive ranks
+    // placed by node; within a host: by slot), as every rank messages in a collective.
     auto pingpong = [&](bool same_host, int launch) {
       return nlohmann::json{{"id", pingpong_job_id(same_host, launch)},
                             {"mpi", true},
-                            {"np", 2},
+                            {"np", c.ranks()},
                             {"map_by", same_host ? "slot" : "node"},
                             {"timeout_s", 120},
                             {"argv",

@@ -23,7 +23,8 @@ namespace clbo::validate {
 
 struct Links {
   double tcp_half_rtt_s = 0;      // between two hosts (median)
-  double mpi_half_rtt_s = 0;      // the same pair, 8-byte MPI messages (mean)
+  double mpi_half_rtt_s = 0;      // 8-byte MPI messages between hosts (median of launches)
+  int mpi_probe_ranks = 2;        // ranks of that ping-pong, every pair at once
   double tcp_lo_half_rtt_s = -1;  // within a host (ranks_per_host > 1), loopback; -1 = none
   double mpi_lo_half_rtt_s = -1;
   double single_flow_Mbps = 0;  // one bulk flow, steady state
@@ -50,10 +51,11 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
                  const std::vector<nlohmann::json>& pingpong_host, const std::string& where);
 
 // The cluster preset JSON (parse_cluster accepts it; every section says where its numbers
-// come from) and the parsed spec. `contention` (cpu_contention) stretches MPI's per-message
-// software latency as it stretches compute: that latency is CPU time (matching, copies,
-// system calls), measured by a ping-pong between two ranks while the others are idle, and in
-// a collective's rounds every rank needs the CPU at the same moment.
+// come from) and the parsed spec. `contention` stretches MPI's per-message software latency
+// as it stretches compute: that latency is CPU time (matching, copies, system calls), and in
+// a collective's rounds every rank needs the CPU at the same moment. It is the CPU
+// contention of the cluster's ranks over that of the ping-pong's (1 when the ping-pong ran
+// on all of them, every pair at once; p/C for a two-rank ping-pong).
 nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l, double contention);
 sim::ClusterSpec cluster_spec(const ClusterConfig& c, const Links& l, double contention);
 // The same cluster without any latency (link, switch and software latencies all 0): the
