@@ -1,7 +1,7 @@
 // `clbo bench collectives`: an nccl-tests-style sweep over message sizes for clbo's
 // collectives on the local (threads), mpi and nccl backends.
 //
-// Flags, defaults and output are nccl-tests' own (docs/benchmarks.md has the table): every
+// Flags, defaults and output are nccl-tests' own (docs/hardware.md has the table): every
 // nccl-tests flag means what it means there, one that cannot apply to clbo is rejected
 // naming its nccl-tests meaning, and clbo's own choices have names nccl-tests does not use
 // (--collective, --backend, --algo, --sparse-k, --seed).
