@@ -4,10 +4,10 @@
 // and prints the table (docs/validation.md).
 //
 // Order: the whole grid is checked first (nothing is created for a bad one); then, in a
-// work folder that is removed at the end, the kernel benchmark and the emulation (each
-// cluster with steps calibrated on itself right before them; emu/clbo-emu run), then the
-// simulations. A failure or a signal at any point leaves no results file, and the emulation
-// removes its namespaces, bridges and processes itself.
+// work folder that is removed at the end, the kernel benchmark and the emulation
+// (emu/clbo-emu run; in a grid with steps every cluster calibrates its compute on itself
+// right before its steps), then the simulations. A failure or a signal at any point leaves no
+// results file, and the emulation removes its namespaces, bridges and processes itself.
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -338,14 +338,12 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
     const double all_pairs = all_pairs_efficiency(cs, c, links);
     auto mine = compare_cluster(spec, m, cs, km, calibration_factor, all_pairs, calibration);
-    const auto& jobs = record["jobs"];
     for (auto& k : mine) {
       k["load_average_1min"] = record["loadavg_after"][0];
       cases.push_back(std::move(k));
     }
     nlohmann::json rec = record;
     for (auto& [id, job] : rec["jobs"].items()) job.erase("log");  // the work folder goes away
-    (void)jobs;
     clusters.push_back(
         {{"id", c.id},
          {"config", c.to_json()},

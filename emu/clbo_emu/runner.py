@@ -10,8 +10,8 @@ Plan (schema clbo.emu.plan/1):
                  "jobs": [{"id": ID, "mpi": true, "np": P, "argv": [...], "timeout_s": T,
                            "map_by": "slot"|"node", "one_host": false}]}]}
 Jobs with "mpi": true run under mpirun across the cluster's hosts (mpi.py), or with
-"one_host": true all their ranks on host 0; others run inside host 0. Each job's output goes to DIR/<cluster>/<job>.log. Probes and jobs run at
-niceness N (default 0; clbo validate asks for -10): the emulated hosts share the machine's
+"one_host": true all their ranks on host 0; others run inside host 0. Each job's output goes
+to DIR/<cluster>/<job>.log. Probes and jobs run at niceness N (default 0; clbo validate asks for -10): the emulated hosts share the machine's
 CPUs with whatever else runs there, and a rank that waits milliseconds for a CPU leaves its
 link idle; a higher priority keeps other processes from stretching the measured times, while
 the ranks, which sleep while the network works, take little CPU from them.

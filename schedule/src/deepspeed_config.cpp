@@ -196,12 +196,27 @@ nlohmann::json as_clbo_optimizer_block(const nlohmann::json& block) {
   return b;
 }
 
+// DeepSpeed's own optimizers that clbo does not model (deepspeed/runtime/config.py), in
+// DeepSpeed's lower-case spelling: a config naming one is valid for DeepSpeed.
+bool deepspeed_runs_but_clbo_does_not(const std::string& lower_type) {
+  for (const char* t : {"adagrad", "lion", "muadam", "muadamw", "musgd", "sgd", "fusedadam"})
+    if (lower_type == t) return true;
+  return false;
+}
+
 void read_optimizer(DeepSpeedConfig& c, const nlohmann::json& cfg, const std::string& prefix) {
   const std::string f = joined_field(prefix, "optimizer");
   if (!cfg.contains("optimizer"))
     throw InputError(c.file, f, "missing",
                      "the config has no optimizer block; clbo reads the optimizer from it (an "
                      "optimizer passed to deepspeed.initialize in code cannot be read)");
+  const nlohmann::json& block = cfg["optimizer"];
+  if (block.is_object() && block.contains("type") && block["type"].is_string() &&
+      deepspeed_runs_but_clbo_does_not(lower(block["type"].get<std::string>())))
+    throw InputError(c.file, f + ".type", block["type"].dump(),
+                     "DeepSpeed runs this optimizer, but clbo does not model it: clbo models "
+                     "Adam, AdamW and Lamb and the compressed OneBitAdam, ZeroOneAdam, "
+                     "OneBitLamb (and Slamb)");
   c.optimizer = parse_optimizer_config(as_clbo_optimizer_block(cfg["optimizer"]), c.file, f);
   c.baseline = uncompressed_twin(c.optimizer);
   // The 1-bit optimizers' transport: parse_optimizer_config has checked the values.

@@ -105,10 +105,9 @@ void check_deepspeed_path(const nlohmann::json& sim, const std::vector<PathStep>
   const nlohmann::json* node = sim.contains("ds_config") ? &sim["ds_config"] : nullptr;
   for (size_t i = 2; i < steps.size() && i < 4; ++i) {
     if (steps[i].index) return;
-    const std::string block = i == 2 ? "" : steps[2].key;
-    if (i == 3 && block != "fp16" && block != "bf16" && block != "zero_optimization") return;
+    const std::vector<std::string> known = deepspeed_known_fields(i == 2 ? "" : steps[2].key);
+    if (known.empty()) return;  // a block whose fields clbo does not list (optimizer, ...)
     const bool present = node && node->is_object() && node->contains(steps[i].key);
-    const std::vector<std::string> known = deepspeed_known_fields(block);
     if (!present && std::find(known.begin(), known.end(), steps[i].key) == known.end())
       set_error(text, fmt::format("'{}' is not in the ds_config nor a field DeepSpeed reads "
                                   "there{}",

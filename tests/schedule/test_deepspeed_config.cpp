@@ -177,6 +177,10 @@ TEST(DeepSpeedConfig, RefusesWhatDeepSpeedRefuses) {
   msg = error_of(R"({"train_batch_size": 64, "optimizer": {"type": "OneBitAdamm"}})", &field);
   EXPECT_EQ(field, "optimizer.type");
   EXPECT_TRUE(contains(msg, "did you mean 'OneBitAdam'")) << msg;
+  // An optimizer DeepSpeed runs and clbo does not model is not called unknown.
+  msg = error_of(R"({"train_batch_size": 64, "optimizer": {"type": "Lion"}})", &field);
+  EXPECT_EQ(field, "optimizer.type");
+  EXPECT_TRUE(contains(msg, "DeepSpeed runs this optimizer, but clbo does not model it")) << msg;
   msg = error_of(R"({"train_batch_size": 64, "optimizer": {"type": "OneBitAdam",
       "params": {"freeze_stp": 10}}})",
                  &field);

@@ -167,20 +167,38 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
     if redone.get("resimulated", {}).get("work_folder") != work or "resimulated" in doc:
         fail("a resimulated result must say so, and only it: %s" % redone.get("resimulated"))
     # The contention is the measuring machine's: machine.json is read, not this CPU count.
+    # Every contention of this run was measured on the clusters' own ranks (the calibrations,
+    # the all-pairs ping-pong), so another CPU count changes no case...
     mfile = os.path.join(work, "machine.json")
     kept = json.load(open(mfile))
     if kept.get("cpus") != doc["machine"]["cpus"]:
         fail("machine.json %s disagrees with the result's machine.cpus %s"
              % (kept, doc["machine"]["cpus"]))
-    json.dump({"cpus": kept["cpus"] * 16}, open(mfile, "w"))
-    wider = os.path.join(tmp, "wider.json")
-    r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", wider, "-q"],
-                       capture_output=True, text=True, timeout=300, cwd=src)
-    if r.returncode != 0:
-        fail("--resimulate at 16x the CPUs: exit %d\n%s" % (r.returncode, r.stderr[-3000:]))
-    w = json.load(open(wider))
-    if w["machine"]["cpus"] != kept["cpus"] * 16 or w["cases"] == doc["cases"]:
+
+    def resimulated(name, cpus):
+        json.dump({"cpus": cpus}, open(mfile, "w"))
+        out = os.path.join(tmp, name)
+        r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", out, "-q"],
+                           capture_output=True, text=True, timeout=300, cwd=src)
+        if r.returncode != 0:
+            fail("--resimulate at %d CPUs: exit %d\n%s" % (cpus, r.returncode, r.stderr[-3000:]))
+        w = json.load(open(out))
+        if w["machine"]["cpus"] != cpus:
+            fail("--resimulate did not record the CPU count machine.json holds")
+        return w["cases"]
+
+    if resimulated("wider.json", kept["cpus"] * 16) != doc["cases"]:
+        fail("a measured contention changed with the recorded CPU count")
+    # ...while without the one-rank calibrations the kernels are slowed by p/C, the recorded
+    # CPU count's.
+    alone = [os.path.join(work, c["id"], "calibration-alone.json") for c in doc["clusters"]]
+    for f in alone:
+        os.rename(f, f + ".away")
+    if resimulated("modelled.json", kept["cpus"]) == resimulated("wider2.json", kept["cpus"] * 16):
         fail("--resimulate did not simulate the CPU count machine.json records")
+    for f in alone:
+        os.rename(f + ".away", f)
+    wider = os.path.join(tmp, "wider.json")
     json.dump({"cpus": "two"}, open(mfile, "w"))
     r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", wider + ".bad"],
                        capture_output=True, text=True, timeout=300, cwd=src)

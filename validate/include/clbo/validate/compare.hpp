@@ -35,8 +35,8 @@ struct ClusterMeasurements {
   nlohmann::json steps;               // clbo train --backend mpi result, or null
 };
 
-// Compute of a worker while every CPU runs one, from a calibration run (clbo train, one worker
-// per CPU): the gradient of batch_per_worker examples, and per optimizer and phase the
+// Compute of a worker while `ranks` workers compute at once, from a calibration run (clbo
+// train): the gradient of batch_per_worker examples, and per optimizer and phase the
 // optimizer's arithmetic (its step less communication and compression kernels), each the
 // median over the steps after the first. `how`: which run measured it, for the results.
 struct Calibration {

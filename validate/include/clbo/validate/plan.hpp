@@ -42,9 +42,9 @@ nlohmann::json calibration_experiment(const ValidationSpec& s, int ranks);
 nlohmann::json calibration_alone_experiment(const ValidationSpec& s);
 
 std::string cluster_dir(const Tools& t, const ClusterConfig& c);
-// The MPI ping-pong runs as kPingpongLaunches separate mpirun launches: one launch's latency
-// is bimodal here (20-23 us in 2 of 27 probes of three full-grid runs, 40-95 us otherwise; the
-// processes' placement on the cores, it seems), so the model takes the median over launches.
+// The MPI ping-pong (every pair of the cluster's ranks at once) runs as kPingpongLaunches
+// separate mpirun launches, and the model takes the median: a launch settles the ranks'
+// placement on the cores, and two-rank launches were bimodal (6-88 us on one machine).
 inline constexpr int kPingpongLaunches = 3;
 // Launch `launch` (0-based) writes here: pingpong-net.json, pingpong-net-2.json, ...
 std::string pingpong_out(const Tools& t, const ClusterConfig& c, bool same_host, int launch = 0);
