@@ -154,6 +154,12 @@ inline int run_child(const std::vector<std::string>& argv, const std::string& cw
   return wait_exit_code(start_child("", argv, cwd, log));
 }
 
+// Whether a GPU is visible to this machine's processes: nvidia-smi lists one (clbo itself
+// links no CUDA, so it asks the driver's tool).
+inline bool gpu_visible() {
+  return run_child({"nvidia-smi", "-L"}, "", "") == 0;
+}
+
 // Stops a child and everything it started.
 inline void stop_child_group(pid_t pid) {
   ::kill(-pid, SIGTERM);

@@ -118,6 +118,12 @@ int run_kernel_benchmarks(const KernelBenchOptions& o) {
       user_out && !user_out->empty() &&
       clbo::bench::gbench_flag(o.extra, "benchmark_out_format").value_or("json") == "json";
   const bool listing = clbo::bench::gbench_bool_flag(o.extra, "benchmark_list_tests");
+  // Without a GPU the CUDA binary would only say it skips; one file is then one binary's.
+  if (user_json && !listing && !o.cuda_only && built.size() > 1 && !clbo::cli::gpu_visible()) {
+    std::cerr << "clbo bench kernels: bench_kernels_cuda skipped: no GPU visible (nvidia-smi)"
+              << std::endl;
+    built.pop_back();
+  }
   if (user_json && !o.out_dir.empty())
     throw clbo::InputError("clbo bench kernels", "--benchmark_out", *user_out,
                            "give either -o DIR or --benchmark_out=FILE, not both");

@@ -137,7 +137,7 @@ std::string slug(const std::string& s) {
 
 bool gpu_visible(const nlohmann::json& env) {
   if (env.contains("gpu") && !env["gpu"].is_null()) return true;
-  return clbo::cli::run_child({"nvidia-smi", "-L"}, "", "") == 0;
+  return clbo::cli::gpu_visible();
 }
 
 // Copies results this run does not regenerate (e.g. the full convergence set without

@@ -41,6 +41,20 @@ class GoogleBenchmarkHabits(unittest.TestCase):
             self.assertEqual(r.stdout.split(), [n for n in names if "compact" in n])
             self.assertEqual(os.listdir(d), [])  # listing writes no results
 
+    def test_cuda_names_do_not_depend_on_the_flags(self):
+        """bench_kernels_cuda (built where nvcc is, listed without a device): no Iterations()
+        or MinTime() in its names, so runs with and without --benchmark_min_time pair up in
+        tools/compare.py, and nothing but the names on stdout."""
+        cuda = os.path.join(BIN, "bench_kernels_cuda")
+        if not os.path.exists(cuda):
+            self.skipTest("bench_kernels_cuda not built (no nvcc at configure time)")
+        plain = run([cuda, "--benchmark_list_tests"]).stdout.split()
+        timed = run([cuda, "--benchmark_list_tests", "--benchmark_min_time=0.5"]).stdout.split()
+        self.assertIn("BM_Compress/16777216/manual_time", plain)
+        self.assertEqual(plain, timed)
+        self.assertFalse([n for n in plain if "iterations:" in n or "min_time:" in n], plain)
+        self.assertTrue(all(n.startswith("BM_") for n in plain), plain)
+
     def test_one_out_file_and_a_folder_conflict(self):
         r = run([os.path.join(BIN, "clbo"), "bench", "kernels", "--cpu", "-o", "/tmp",
                  "--benchmark_out=/tmp/x.json"], expect=2)
