@@ -188,14 +188,15 @@ TEST(Sweep, DsConfigFieldsAreEditedInACopyOfTheConfig) {
       sweep_points(doc, {parse_set_flag("ds_config.fp16.enabled=true,false")}, "exp.json").size(),
       2u);
   // ...but a misspelt one would give identical points: an error naming it, before any run.
-  for (const auto& [set, says] : std::vector<std::pair<std::string, std::string>>{
+  // (Not a structured binding: clang 14 cannot capture one in the lambda.)
+  for (const auto& typo : std::vector<std::pair<std::string, std::string>>{
            {"ds_config.fp16.enabeld=true,false", "did you mean 'enabled'"},
            {"ds_config.train_batch_sise=128,256", "did you mean 'train_batch_size'"},
            {"ds_config.zero_optimization.stag=0,1", "did you mean 'stage'"}}) {
     const std::string msg =
-        rejection_message([&] { sweep_points(doc, {parse_set_flag(set)}, "exp.json"); });
+        rejection_message([&] { sweep_points(doc, {parse_set_flag(typo.first)}, "exp.json"); });
     EXPECT_TRUE(contains(msg, "--set")) << msg;
-    EXPECT_TRUE(contains(msg, says)) << msg;
+    EXPECT_TRUE(contains(msg, typo.second)) << msg;
   }
   std::filesystem::remove_all(dir);
 }
