@@ -404,6 +404,12 @@ TEST(TrainRun, EvaluateFalseSkipsEvaluationsOnly) {
   json j = base_experiment();
   j["runs"].push_back(json::parse(
       R"({"label": "SLAMB", "optimizer": {"type": "Slamb", "params": {"lr": 0.01, "local_steps": 3}}})"));
+  j["runs"].push_back(json::parse(
+      R"({"label": "1-bit Adam", "freeze_fraction": 0.5,
+          "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}})"));
+  j["runs"].push_back(json::parse(
+      R"({"label": "1-bit Adam, mask", "freeze_fraction": 0.5, "exp_avg_mask": "zero_variance",
+          "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.002, "eps": 1e-6}}})"));
   const json with = run(j);
   j.erase("eval_every");
   j["evaluate"] = false;
@@ -422,6 +428,16 @@ TEST(TrainRun, EvaluateFalseSkipsEvaluationsOnly) {
     EXPECT_TRUE(a["final_train_set_loss"].is_number());
     for (const char* k : {"train_loss", "bytes_sent_per_worker_per_step", "final_params_fnv1a64"})
       EXPECT_EQ(a[k].dump(), b[k].dump()) << k;
+    // The switch watch gathers every gradient (slow over MPI): a timing run keeps it only
+    // where its mask needs it.
+    const std::string label = a["label"];
+    if (label == "1-bit Adam") {
+      EXPECT_TRUE(a.contains("largest_updates"));
+      EXPECT_FALSE(b.contains("largest_updates"));
+    } else if (label == "1-bit Adam, mask") {
+      EXPECT_TRUE(b.contains("largest_updates"));
+      EXPECT_EQ(a["exp_avg_mask"].dump(), b["exp_avg_mask"].dump());
+    }
   }
   for (const json& e : without["summary"]) {
     EXPECT_EQ(e["seeds_run"], 1);
