@@ -5,7 +5,8 @@
 // with coll/libnbc, whose algorithm choice (ompi/mca/coll/libnbc/nbc_i*.c, v4.1.4) is:
 //   MPI_Iallreduce   binomial whenever the call is in place (mpi_allreduce_sum always is):
 //                    reduce up a binomial tree to rank 0, then a binomial broadcast, the
-//                    whole buffer in every message;
+//                    whole buffer in every message (a rank posts its sends to all its
+//                    children at once; see kTcpFirstFragmentBytes for their order);
 //   MPI_Iallgather   linear: every rank posts its block to every other rank at once;
 //   MPI_Ialltoall    linear (not in place): every pair at once;
 //   MPI_Igather      linear: every rank sends to the root at once.
@@ -37,6 +38,17 @@ namespace {
 double mpi_hop_s(const ClusterSpec& c, const ExpandOptions& o) {
   return c.software_latency_s >= 0 ? c.software_latency_s : o.mpi_latency_s;
 }
+
+// OpenMPI's TCP BTL writes the first fragment of every message to its socket when the send
+// is posted (btl_tcp_rndv_eager_limit, 65536 bytes with the header, `ompi_info --param btl
+// tcp --level 9`); the rest follows the receiver's rendezvous acknowledgement and is
+// progressed on all of a rank's sockets together. So the children of a broadcast fan-out
+// whose message fits that fragment (the few header bytes a 64 KiB payload spills go after
+// the acknowledgement: a latency, charged per message) get their copies one after another
+// in posting order, and each forwards as soon as it has it; larger messages share the
+// sender's link. Emulated 4-8 host clusters measured the 64 KiB binomial allreduce 22-29%
+// below the shared-link model and the 16 MiB one within 5% of it (docs/validation.md).
+constexpr uint64_t kTcpFirstFragmentBytes = 65536;
 
 // All-pair rounds carry their bytes at the measured efficiency of concurrent TCP flows
 // (ExpandOptions::mpi_all_pairs_efficiency), as extra wire bytes.
@@ -90,7 +102,8 @@ std::vector<Segment> dense_allreduce(const CommCall& call, int idx, const Cluste
     case Algo::kBinomial:
       return {mpi_segment(fmt::format("allreduce {} {} (MPI_Iallreduce: libnbc binomial)",
                                       call.what, to_string(call.dtype)),
-                          idx, binomial_allreduce_rounds(p, bytes), c, o, false)};
+                          idx, binomial_allreduce_rounds(p, bytes, bytes <= kTcpFirstFragmentBytes),
+                          c, o, false)};
     case Algo::kAuto:
     case Algo::kRing:
       return {mpi_segment(fmt::format("allreduce {} {} (clbo ring over point-to-point)", call.what,
