@@ -343,12 +343,12 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   // false) skips it unless its mask needs it: the watch gathers every worker's gradient before
   // each dense step, which over MPI slows the steps right after it (clbo validate measured
   // those 10-20% above the same dense steps without it).
+  const bool mask_wanted = run.momentum_mask == MomentumMask::kZeroVariance;
+  const int64_t switch_at = switch_step(run.optimizer);
   std::optional<FreezeWatch> watch;
-  if (switch_step(run.optimizer) >= 0 &&
-      (spec.evaluate || run.momentum_mask == MomentumMask::kZeroVariance))
-    watch.emplace(layout, switch_step(run.optimizer), run.optimizer.common.beta2,
-                  run.optimizer.common.eps);
-  const bool masked = watch && run.momentum_mask == MomentumMask::kZeroVariance;
+  if (switch_at >= 0 && (spec.evaluate || mask_wanted))
+    watch.emplace(layout, switch_at, run.optimizer.common.beta2, run.optimizer.common.eps);
+  const bool masked = watch && mask_wanted;
   std::vector<float> before;  // rank 0's parameters before the update, for the watch (root)
   std::vector<std::vector<float>> gathered;  // every worker's vectors, when hosted elsewhere
   GradientEngine engine(model, data.train, first, hosted, shard,
