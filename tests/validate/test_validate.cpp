@@ -2,7 +2,13 @@
 // preset generated from measured links, and the summary's statistics and classification.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+
 #include "clbo/core/error.hpp"
+#include "clbo/core/layout.hpp"
+#include "clbo/schedule/config.hpp"
+#include "clbo/schedule/schedule.hpp"
 #include "clbo/validate/compare.hpp"
 #include "clbo/validate/model.hpp"
 #include "clbo/validate/plan.hpp"
@@ -50,6 +56,30 @@ TEST(ValidateSpec, TheMachineBoundsTheGrid) {
   }
   // Nor can 1 GB of memory hold 16 ranks of 16 MiB buffers and the dataset.
   EXPECT_THROW(parse_validation_spec(grid(), "g.json", 2, 1e9), InputError);
+}
+
+// The committed full grid's steps runs measure every kind of step of every optimizer at
+// least twice besides its first step (which the comparison leaves out): a kind measured once
+// is one sample of a noisy machine.
+TEST(ValidatePlan, TheFullGridMeasuresEveryKindOfStepAtLeastTwice) {
+  std::ifstream in(CLBO_SOURCE_DIR "/experiments/validation/full.json");
+  ASSERT_TRUE(in.good());
+  const ValidationSpec s = parse_validation_spec(nlohmann::json::parse(in), "full.json", 2, 24e9);
+  ASSERT_TRUE(s.steps.enabled);
+  ASSERT_EQ(s.steps.optimizers.size(), 6u);
+  const ParamLayout layout = ParamLayout::from_sizes({1000, 24});
+  for (const std::string& type : s.steps.optimizers) {
+    const OptimizerConfig c = parse_optimizer_config(steps_optimizer(s, type), "plan");
+    std::map<std::string, int> seen;
+    for (int64_t t = 1; t <= s.steps.steps; ++t)
+      ++seen[to_string(schedule_at(c, t, layout, 4).phase)];
+    // The comparison leaves out the first step of each kind (its warm-up).
+    for (const auto& [phase, n] : seen) EXPECT_GE(n - 1, 2) << type << " " << phase;
+    EXPECT_GE(seen.size(), type == "ZeroOneAdam"              ? 4u
+                           : type == "Adam" || type == "Lamb" ? 1u
+                                                              : 2u)
+        << type;
+  }
 }
 
 TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {

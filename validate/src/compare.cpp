@@ -94,18 +94,25 @@ double compute_of(const sim::Program& prog) {
   return t;
 }
 
-// Mean of `rows[i][col]` over the steps of one kind, leaving out its first occurrence (TCP
+// 0 for no values. The summaries' statistic, the calibration's and the measured steps': a
+// calibration has a few steps per kind, and one step the OS preempted (seen: a 0/1 Adam sync step
+// of 37 ms beside 7 and 9 ms) would carry a mean with it.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+// Median of `rows[i][col]` over the steps of one kind, leaving out its first occurrence (TCP
 // connections are opened and buffers allocated there) when the kind occurs more than once.
-double kind_mean(const nlohmann::json& rows, const std::vector<size_t>& steps, size_t col,
-                 int64_t& used) {
+double kind_median(const nlohmann::json& rows, const std::vector<size_t>& steps, size_t col,
+                   int64_t& used) {
   const size_t skip = steps.size() > 1 ? 1 : 0;
-  double sum = 0;
-  used = 0;
-  for (size_t i = skip; i < steps.size(); ++i) {
-    sum += rows[steps[i]][col].get<double>();
-    ++used;
-  }
-  return used ? sum / static_cast<double>(used) : 0.0;
+  std::vector<double> v;
+  for (size_t i = skip; i < steps.size(); ++i) v.push_back(rows[steps[i]][col].get<double>());
+  used = static_cast<int64_t>(v.size());
+  return median(std::move(v));
 }
 
 void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
@@ -205,7 +212,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       }
       if (steps.empty()) continue;
       int64_t used = 0;
-      kind_mean(rows, steps, 0, used);
+      kind_median(rows, steps, 0, used);
       double measured_bytes = 0;
       for (size_t i : steps) measured_bytes += bytes[i].get<double>();
       const std::string phase = to_string(kind.schedule.phase);
@@ -222,7 +229,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
                              "compression_kernels_s"};
       for (size_t col = 0; col < 5; ++col) {
         int64_t n = 0;
-        parts[names[col]] = kind_mean(rows, steps, col, n);
+        parts[names[col]] = kind_median(rows, steps, col, n);
       }
       k["measured_parts"] = parts;
       const nlohmann::json& opt =
@@ -264,16 +271,6 @@ struct Stats {
             {"max_abs_rel_error", n ? nlohmann::json(max) : nlohmann::json(nullptr)}};
   }
 };
-
-// 0 for no values. The summaries' statistic, and the calibration's: a calibration has a few
-// steps per kind, and one step the OS preempted (seen: a 0/1 Adam sync step of 37 ms beside 7
-// and 9 ms) would carry a mean with it.
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
 
 Stats stats(std::vector<double> e) {
   Stats s;
