@@ -30,7 +30,7 @@ import signal
 import sys
 import time
 
-from . import lifetime, names, probe
+from . import lifetime, names, probe, topology
 from .cluster import EmuCluster
 from .mpi import host_tmpdir, mpirun_argv, write_hostfile, write_launch_files
 
@@ -190,6 +190,7 @@ def run_cluster(index, total, c, work_dir, nice=0):
             progress("cluster %d/%d (%s): up in %.1f s" % (index, total, label,
                                                            record["startup_s"]))
             record["nice"] = nice
+            record["shaping"] = topology.shaping_record(cfg["link_Mbps"])
             record["probes"] = run_probes(cluster, cfg, c.get("probes", {}), folder, nice)
             pp = record["probes"]["tcp_pingpong"]["half_rtt_us"]["median"]
             bk = record["probes"]["bulk_host_link"]["steady_rate_Mbps"]

@@ -39,6 +39,13 @@ FRAME = 1514  # an Ethernet frame of the 1500-byte MTU, as htb counts it
 GSO_SEGS = 4  # the most frames TCP puts in one packet on a shaped interface (see above)
 
 
+def shaping_record(rate_Mbps):
+    """The shaping of a link of rate_Mbps, as the results record it (their provenance)."""
+    burst, _, quantum = htb_parameters(rate_Mbps)
+    return {"htb_burst_bytes": burst, "htb_quantum_bytes": quantum,
+            "max_packet_frames": GSO_SEGS, "frame_bytes": FRAME}
+
+
 def htb_parameters(rate_Mbps):
     """(burst, cburst, quantum) in bytes for a class of rate_Mbps (see the module doc)."""
     del rate_Mbps  # two frames at every rate the grid allows (1-1000 Mbit/s)
