@@ -6,7 +6,7 @@
 //   MPI_Iallreduce   binomial whenever the call is in place (mpi_allreduce_sum always is):
 //                    reduce up a binomial tree to rank 0, then a binomial broadcast, the
 //                    whole buffer in every message (a rank posts its sends to all its
-//                    children at once; see kTcpFirstFragmentBytes for their order);
+//                    children at once; see kFirstSocketWriteBytes for their order);
 //   MPI_Iallgather   linear: every rank posts its block to every other rank at once;
 //   MPI_Ialltoall    linear (not in place): every pair at once;
 //   MPI_Igather      linear: every rank sends to the root at once.
@@ -39,16 +39,19 @@ double mpi_hop_s(const ClusterSpec& c, const ExpandOptions& o) {
   return c.software_latency_s >= 0 ? c.software_latency_s : o.mpi_latency_s;
 }
 
-// OpenMPI's TCP BTL writes the first fragment of every message to its socket when the send
-// is posted (btl_tcp_rndv_eager_limit, 65536 bytes with the header, `ompi_info --param btl
-// tcp --level 9`); the rest follows the receiver's rendezvous acknowledgement and is
-// progressed on all of a rank's sockets together. So the children of a broadcast fan-out
-// whose message fits that fragment (the few header bytes a 64 KiB payload spills go after
-// the acknowledgement: a latency, charged per message) get their copies one after another
-// in posting order, and each forwards as soon as it has it; larger messages share the
-// sender's link. Emulated 4-8 host clusters measured the 64 KiB binomial allreduce 22-29%
-// below the shared-link model and the 16 MiB one within 5% of it (docs/validation.md).
-constexpr uint64_t kTcpFirstFragmentBytes = 65536;
+// OpenMPI's TCP BTL writes a message to its socket when the send is posted, as much as the
+// non-blocking socket accepts; the rest is progressed later on all of a rank's sockets
+// together. clbo validate launches with every message up to 8 MiB eager (emu/clbo_emu/mpi.py:
+// no rendezvous to wait for), so what leaves at the post is bounded by the socket's send
+// buffer: 87380 bytes at first on this kernel (net.ipv4.tcp_wmem, the same in the emulated
+// hosts' namespaces). So the children of a broadcast fan-out whose message fits get their
+// copies one after another in posting order, and each forwards as soon as it has it; larger
+// messages share the sender's link. The bound used is 64 KiB, the largest size measured in
+// order (the grid has nothing between 64 KiB and 1 MiB, so it does not tell 64 KiB from the
+// buffer's 85 KiB). Emulated 4-8 host clusters measured the 64 KiB binomial allreduce 22-29%
+// below the shared-link model and the 16 MiB one within 5% of it; 1 MiB on 8 hosts falls
+// between the two models (docs/validation.md).
+constexpr uint64_t kFirstSocketWriteBytes = 65536;
 
 // All-pair rounds carry their bytes at the measured efficiency of concurrent TCP flows
 // (ExpandOptions::mpi_all_pairs_efficiency), as extra wire bytes.
@@ -102,7 +105,7 @@ std::vector<Segment> dense_allreduce(const CommCall& call, int idx, const Cluste
     case Algo::kBinomial:
       return {mpi_segment(fmt::format("allreduce {} {} (MPI_Iallreduce: libnbc binomial)",
                                       call.what, to_string(call.dtype)),
-                          idx, binomial_allreduce_rounds(p, bytes, bytes <= kTcpFirstFragmentBytes),
+                          idx, binomial_allreduce_rounds(p, bytes, bytes <= kFirstSocketWriteBytes),
                           c, o, false)};
     case Algo::kAuto:
     case Algo::kRing:
