@@ -211,8 +211,6 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
         if (probe.signature() == kind.signature()) steps.push_back(static_cast<size_t>(t - 1));
       }
       if (steps.empty()) continue;
-      int64_t used = 0;
-      kind_median(rows, steps, 0, used);
       double measured_bytes = 0;
       for (size_t i : steps) measured_bytes += bytes[i].get<double>();
       const std::string phase = to_string(kind.schedule.phase);
@@ -222,15 +220,13 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       k["phase"] = phase;
       k["algo"] = nullptr;
       k["bytes"] = static_cast<uint64_t>(measured_bytes / static_cast<double>(steps.size()));
-      k["measured_steps"] = used;
       k["first_step"] = kind.first_step;
       nlohmann::json parts = nlohmann::json::object();
       const char* names[] = {"step_s", "gradient_s", "optimizer_s", "comm_s",
                              "compression_kernels_s"};
-      for (size_t col = 0; col < 5; ++col) {
-        int64_t n = 0;
-        parts[names[col]] = kind_median(rows, steps, col, n);
-      }
+      int64_t used = 0;
+      for (size_t col = 0; col < 5; ++col) parts[names[col]] = kind_median(rows, steps, col, used);
+      k["measured_steps"] = used;
       k["measured_parts"] = parts;
       const nlohmann::json& opt =
           cal.optimizer_s.contains(type) ? cal.optimizer_s[type] : nlohmann::json::object();
