@@ -95,6 +95,28 @@ def main():
                     fail("%s phase %s: %s = %r" % (name, ph, k, t[k]))
             if t["comm_s_mean"] > t["optimizer_s_mean"] + 1e-6:
                 fail("%s phase %s: communication exceeds the optimizer step" % (name, ph))
+        # Every worker's own parts, per step, on the mpi backend only (local workers share one
+        # process's times); each within the slowest worker's row of the same step.
+        if "workers" in ra["timing"]["steps"]:
+            fail("%s: the local backend reports per-worker times it does not have" % name)
+        per = rb["timing"]["steps"]["workers"]
+        cols = per["columns"]
+        if len(per["rows"]) != len(rb["timing"]["steps"]["rows"]):
+            fail("%s: %d steps of per-worker times for %d steps" %
+                 (name, len(per["rows"]), len(rb["timing"]["steps"]["rows"])))
+        slow_cols = rb["timing"]["steps"]["columns"]
+        for t, (step, slowest) in enumerate(zip(per["rows"], rb["timing"]["steps"]["rows"])):
+            if len(step) != 4 or any(len(w) != len(cols) for w in step):
+                fail("%s step %d: per-worker rows %r" % (name, t + 1, step))
+            for c, col in enumerate(slow_cols):
+                top = max(w[cols.index(col)] for w in step)
+                if top != slowest[c]:
+                    fail("%s step %d: %s: slowest worker %r, per-worker max %r" %
+                         (name, t + 1, col, slowest[c], top))
+            for w in step:
+                g, gc = w[cols.index("gradient_s")], w[cols.index("gradient_compute_s")]
+                if not 0 <= gc <= g:
+                    fail("%s step %d: gradient compute %r outside 0..gradient %r" % (name, t + 1, gc, g))
         if ra["optimizer_type"] == "OneBitAdam" and not phases["compression"]["compression_kernels_s_mean"] > 0:
             fail("1-bit Adam's compression steps report no compression-kernel time")
     print("ok: 7 runs, 4 workers: mpi and local end bit-identical (%s ...)" %

@@ -192,6 +192,38 @@ TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {
                clbo::Error);
 }
 
+// With each worker's own parts (clbo train over MPI), the arithmetic is each worker's step less
+// its own communication and kernels, averaged over the workers: the slowest worker's columns
+// come from different workers and lose what one worker spent computing while another waited.
+TEST(ValidateModel, CalibrationTakesEachWorkersOwnArithmetic) {
+  // Per worker: step_s, gradient_compute_s, gradient_s, optimizer_s, comm_s, kernels.
+  auto w = [](double opt, double comm, double kern) {
+    return nlohmann::json::array({0.05 + opt, 0.04, 0.05, opt, comm, kern});
+  };
+  // Worker 0 computes 20 ms and waits 2 ms; worker 1 computes 4 ms and waits 18 ms for it.
+  const nlohmann::json step = {w(0.023, 0.002, 0.001), w(0.023, 0.018, 0.001)};
+  const nlohmann::json slowest = {0.073, 0.05, 0.023, 0.018, 0.001};
+  const nlohmann::json run = {{"optimizer_type", "Slamb"},
+                              {"phase", {"compression", "compression"}},
+                              {"timing",
+                               {{"steps",
+                                 {{"rows", {slowest, slowest}},
+                                  {"workers",
+                                   {{"columns",
+                                     {"step_s", "gradient_compute_s", "gradient_s", "optimizer_s",
+                                      "comm_s", "compression_kernels_s"}},
+                                    {"rows", {step, step}}}}}}}}};
+  const Calibration c = read_calibration({{"runs", {run}}}, "cal.json", "a test");
+  // (20 + 4) / 2 = 12 ms; the slowest worker's columns would say 23 - 18 - 1 = 4 ms.
+  EXPECT_NEAR(c.optimizer_s["Slamb"]["compression"].get<double>(), 0.012, 1e-12);
+  nlohmann::json without = run;
+  without["timing"]["steps"].erase("workers");
+  EXPECT_NEAR(read_calibration({{"runs", {without}}}, "cal.json", "a test")
+                  .optimizer_s["Slamb"]["compression"]
+                  .get<double>(),
+              0.004, 1e-12);
+}
+
 TEST(ValidateModel, ThePresetComesFromTheProbes) {
   const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
   Links l;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -265,6 +266,13 @@ struct StepTimes {
   double step = 0, gradient = 0, optimizer = 0, comm = 0, kernels = 0;
 };
 
+// The values each worker reports per step, in this order; the first is its bytes sent, the
+// rest times in seconds. "gradient_compute_s" is the gradient alone; "gradient_s" adds the
+// gather of the losses, so it also holds the wait for the slowest worker's gradient.
+constexpr const char* kWorkerColumns[] = {
+    "step_s", "gradient_compute_s", "gradient_s", "optimizer_s", "comm_s", "compression_kernels_s"};
+constexpr size_t kWorkerValues = 1 + std::size(kWorkerColumns);
+
 // FNV-1a over the bytes of a parameter vector: results name the final parameters exactly,
 // so runs on different backends can be compared bit for bit.
 uint64_t params_hash(const std::vector<float>& v) {
@@ -354,6 +362,10 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   GradientEngine engine(model, data.train, first, hosted, shard,
                         static_cast<size_t>(spec.micro_batch), opts.threads);
   std::vector<StepTimes> step_times;
+  // Workers in processes of their own time their parts apart; then each worker's are kept
+  // (hosted workers share one process's times, so there they would only repeat them).
+  const bool own_processes = hosted == 1 && p > 1;
+  nlohmann::json per_worker_rows = nlohmann::json::array();
 
   const size_t steps_per_epoch = data.train.n / B;
   std::vector<uint32_t> perm;
@@ -397,8 +409,9 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
 
     const auto step0 = Clock::now();
     auto t0 = step0;
-    const std::vector<double> worker_loss =
-        workers.gather(engine.run(batch, params, grads), 1);  // every worker's, in order
+    const std::vector<double> my_loss = engine.run(batch, params, grads);
+    const double my_grad_compute_s = seconds_since(t0);
+    const std::vector<double> worker_loss = workers.gather(my_loss, 1);  // every worker's
     const double my_grad_s = seconds_since(t0);
     grad_s += my_grad_s;
     double loss_sum = 0;
@@ -456,21 +469,24 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
     // Bytes and times of every worker (hosted workers share this process's step times).
     std::vector<double> mine;
     for (const StepCost& c : cost)
-      mine.insert(mine.end(), {static_cast<double>(c.bytes_sent), my_step_s, my_grad_s, my_optim_s,
-                               c.comm_s, c.kernel_s});
-    const std::vector<double> all = workers.gather(mine, 6);
+      mine.insert(mine.end(), {static_cast<double>(c.bytes_sent), my_step_s, my_grad_compute_s,
+                               my_grad_s, my_optim_s, c.comm_s, c.kernel_s});
+    const std::vector<double> all = workers.gather(mine, kWorkerValues);
     std::vector<uint64_t> sent(static_cast<size_t>(p), 0);
     StepTimes st;
+    nlohmann::json worker_rows = nlohmann::json::array();
     for (int r = 0; r < p; ++r) {
-      const double* v = all.data() + 6 * static_cast<size_t>(r);
+      const double* v = all.data() + kWorkerValues * static_cast<size_t>(r);
       sent[static_cast<size_t>(r)] = static_cast<uint64_t>(v[0]);
       st.step = std::max(st.step, v[1]);
-      st.gradient = std::max(st.gradient, v[2]);
-      st.optimizer = std::max(st.optimizer, v[3]);
-      st.comm = std::max(st.comm, v[4]);
-      st.kernels = std::max(st.kernels, v[5]);
+      st.gradient = std::max(st.gradient, v[3]);
+      st.optimizer = std::max(st.optimizer, v[4]);
+      st.comm = std::max(st.comm, v[5]);
+      st.kernels = std::max(st.kernels, v[6]);
+      if (own_processes) worker_rows.push_back(std::vector<double>(v + 1, v + kWorkerValues));
     }
     step_times.push_back(st);
+    if (own_processes) per_worker_rows.push_back(std::move(worker_rows));
     if (watch && root) watch->observe_update(t, before.data(), params[0].data());
     if (masked && t == watch->switch_step()) {
       for (auto& opt : optimizers) opt->set_momentum_mask(watch->zero_variance_mask());
@@ -591,6 +607,14 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
        "of the optimizer step, the gradient, the optimizer step, the time inside "
        "communication calls and in compression kernels within that step"},
       {"rows", per_step}};
+  if (own_processes)
+    run_json["timing"]["steps"]["workers"] = {
+        {"columns", kWorkerColumns},
+        {"definition",
+         "per step, every worker's own parts in worker order (a worker waiting in a collective "
+         "for another counts the wait in its comm_s); gradient_compute_s is its gradient "
+         "alone, gradient_s adds the gather of the losses that ends the gradient phase"},
+        {"rows", per_worker_rows}};
   run_json["final_params_fnv1a64"] = final_hashes(workers, params);
   return run_json;
 }

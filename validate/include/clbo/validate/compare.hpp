@@ -37,8 +37,9 @@ struct ClusterMeasurements {
 
 // Compute of a worker while `ranks` workers compute at once, from a calibration run (clbo
 // train): the gradient of batch_per_worker examples, and per optimizer and phase the
-// optimizer's arithmetic (its step less communication and compression kernels), each the
-// median over the steps after the first. `how`: which run measured it, for the results.
+// optimizer's arithmetic (its step less communication and compression kernels, each worker's
+// own, averaged over the workers, where the run timed every worker), each the median over the
+// steps after the first. `how`: which run measured it, for the results.
 struct Calibration {
   int ranks = 1;  // how many computed at once (the run's workers)
   double gradient_s = 0;
