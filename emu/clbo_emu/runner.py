@@ -53,6 +53,25 @@ def loadavg():
         return [float(x) for x in f.read().split()[:3]]
 
 
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_ticks():
+    """The machine's CPU time so far, per kind (/proc/stat's first line, in ticks)."""
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:1 + len(CPU_FIELDS)]]
+
+
+def cpu_split(before, after):
+    """Each kind's share of the machine's CPU time between two cpu_ticks() readings. On the
+    8-rank clusters the kernel's network processing (system: the ranks' socket calls;
+    softirq: veth, bridge, htb and TCP receive) takes half the machine during the steps
+    against a fifth during their calibration over loopback: the ranks compute more slowly."""
+    d = [a - b for a, b in zip(after, before)]
+    total = sum(d) or 1
+    return {k: round(v / total, 4) for k, v in zip(CPU_FIELDS, d)}
+
+
 def _install_handlers():
     def stop(signum, _frame):
         # Block further signals: the cleanup that the exception triggers must run to the end.
@@ -219,12 +238,13 @@ def run_cluster(index, total, c, work_dir, nice=0):
                     argv = mpirun_argv(hosts, agent, subnet, job["np"], argv,
                                        job.get("timeout_s"), job.get("map_by", "slot"))
                 env = dict(os.environ, TMPDIR=host_tmpdir(folder, cluster.hosts[0][0]))
-                t1 = time.time()
+                t1, ticks = time.time(), cpu_ticks()
                 rc = cluster.run(niced(argv, nice), host=0, timeout=job.get("timeout_s"), log=log,
                                  env=env)
                 wall = time.time() - t1
                 record["jobs"][job["id"]] = {"rc": rc, "wall_s": wall, "log": log,
-                                             "loadavg_after": loadavg()}
+                                             "loadavg_after": loadavg(),
+                                             "cpu_split": cpu_split(ticks, cpu_ticks())}
                 progress("cluster %d/%d: job %d/%d %s: exit %d in %.1f s (load %.2f)" %
                          (index, total, j + 1, len(jobs), job["id"], rc, wall, loadavg()[0]))
                 if rc != 0:
