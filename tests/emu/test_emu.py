@@ -144,6 +144,12 @@ def test_mpi(emu_dir, clbo):
     rate = measured["clusters"][0]["probes"]["bulk_host_link"]["steady_rate_Mbps"]
     if not 80 <= rate <= 100:
         fail("a 100 Mbit/s link carried %.1f Mbit/s" % rate)
+    # Every job records how the machine's CPU time was split while it ran.
+    for job, rec in measured["clusters"][0]["jobs"].items():
+        split = rec.get("cpu_split", {})
+        if not {"user", "system", "softirq", "idle"} <= set(split) or \
+                abs(sum(split.values()) - 1) > 0.01:
+            fail("job %s: cpu_split %r" % (job, split))
     if leftovers():
         fail("leftovers: %r" % leftovers())
     print("ok: MPI across 2 emulated hosts (%s), results exact, link at %.1f Mbit/s" %
