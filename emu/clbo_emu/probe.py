@@ -148,7 +148,8 @@ def alltoall(index, port, nbytes, start_at, ips):
     while time.time() < start_at:
         time.sleep(0.0005)
     # Every host connects to every other first, so a host that starts late holds back the
-    # others' connections too: they begin together whatever the lateness; it is recorded.
+    # others' connections too: they begin about together whatever the lateness (each when its
+    # own last connection is up); the lateness is recorded.
     late = max(0.0, time.time() - start_at)
     t0 = time.perf_counter()
     threads = [threading.Thread(target=s.sendall, args=(data,)) for s in outgoing]

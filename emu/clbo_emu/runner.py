@@ -68,7 +68,9 @@ def cpu_split(before, after):
     softirq: veth, bridge, htb and TCP receive) takes half the machine during the steps
     against a fifth during their calibration over loopback: the ranks compute more slowly."""
     d = [a - b for a, b in zip(after, before)]
-    total = sum(d) or 1
+    total = sum(d)
+    if total <= 0:  # shorter than a tick: nothing to split
+        return None
     return {k: round(v / total, 4) for k, v in zip(CPU_FIELDS, d)}
 
 

@@ -145,8 +145,11 @@ def test_mpi(emu_dir, clbo):
     if not 80 <= rate <= 100:
         fail("a 100 Mbit/s link carried %.1f Mbit/s" % rate)
     # Every job records how the machine's CPU time was split while it ran.
-    for job, rec in measured["clusters"][0]["jobs"].items():
-        split = rec.get("cpu_split", {})
+    jobs_run = measured["clusters"][0]["jobs"]
+    if set(jobs_run) != {"where", "bench"}:
+        fail("the emulation's record has jobs %r, expected where and bench" % sorted(jobs_run))
+    for job, rec in jobs_run.items():
+        split = rec.get("cpu_split") or {}
         if not {"user", "system", "softirq", "idle"} <= set(split) or \
                 abs(sum(split.values()) - 1) > 0.01:
             fail("job %s: cpu_split %r" % (job, split))

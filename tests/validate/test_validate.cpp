@@ -176,7 +176,8 @@ TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {
       {"phase", {"sync_step", "sync_step", "local_step", "sync_step", "sync_step"}},
       {"timing",
        {{"steps",
-         {{"rows",
+         {{"columns", {"step_s", "gradient_s", "optimizer_s", "comm_s", "compression_kernels_s"}},
+          {"rows",
            {row(0.5, 0.033, 0.001, 0.001), row(0.016, 0.0129, 0.0024, 0.0011),
             row(0.017, 0.0038, 0, 0), row(0.018, 0.0084, 0.0002, 0.001),
             row(0.019, 0.0385, 0.0002, 0.001)}}}}}}};
@@ -196,23 +197,24 @@ TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {
 // its own communication and kernels, averaged over the workers: the slowest worker's columns
 // come from different workers and lose what one worker spent computing while another waited.
 TEST(ValidateModel, CalibrationTakesEachWorkersOwnArithmetic) {
-  // Per worker: step_s, gradient_compute_s, gradient_s, optimizer_s, comm_s, kernels.
+  // Columns by name, in an order of their own: kernels, comm, optimizer, then the rest.
+  const nlohmann::json columns = {
+      "compression_kernels_s", "comm_s", "optimizer_s", "gradient_s", "step_s",
+      "gradient_compute_s"};
   auto w = [](double opt, double comm, double kern) {
-    return nlohmann::json::array({0.05 + opt, 0.04, 0.05, opt, comm, kern});
+    return nlohmann::json::array({kern, comm, opt, 0.05, 0.05 + opt, 0.04});
   };
   // Worker 0 computes 20 ms and waits 2 ms; worker 1 computes 4 ms and waits 18 ms for it.
   const nlohmann::json step = {w(0.023, 0.002, 0.001), w(0.023, 0.018, 0.001)};
   const nlohmann::json slowest = {0.073, 0.05, 0.023, 0.018, 0.001};
-  const nlohmann::json run = {{"optimizer_type", "Slamb"},
-                              {"phase", {"compression", "compression"}},
-                              {"timing",
-                               {{"steps",
-                                 {{"rows", {slowest, slowest}},
-                                  {"workers",
-                                   {{"columns",
-                                     {"step_s", "gradient_compute_s", "gradient_s", "optimizer_s",
-                                      "comm_s", "compression_kernels_s"}},
-                                    {"rows", {step, step}}}}}}}}};
+  const nlohmann::json run = {
+      {"optimizer_type", "Slamb"},
+      {"phase", {"compression", "compression"}},
+      {"timing",
+       {{"steps",
+         {{"columns", {"step_s", "gradient_s", "optimizer_s", "comm_s", "compression_kernels_s"}},
+          {"rows", {slowest, slowest}},
+          {"workers", {{"columns", columns}, {"rows", {step, step}}}}}}}}};
   const Calibration c = read_calibration({{"runs", {run}}}, "cal.json", "a test");
   // (20 + 4) / 2 = 12 ms; the slowest worker's columns would say 23 - 18 - 1 = 4 ms.
   EXPECT_NEAR(c.optimizer_s["Slamb"]["compression"].get<double>(), 0.012, 1e-12);
@@ -222,6 +224,19 @@ TEST(ValidateModel, CalibrationTakesEachWorkersOwnArithmetic) {
                   .optimizer_s["Slamb"]["compression"]
                   .get<double>(),
               0.004, 1e-12);
+  // A per-worker table that does not match the steps is an error naming the field.
+  nlohmann::json short_rows = run;
+  short_rows["timing"]["steps"]["workers"]["rows"].erase(1);
+  try {
+    read_calibration({{"runs", {short_rows}}}, "cal.json", "a test");
+    ADD_FAILURE() << "a per-worker table with 1 step for 2 was accepted";
+  } catch (const clbo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("timing.steps.workers.rows"), std::string::npos)
+        << e.what();
+  }
+  nlohmann::json no_column = run;
+  no_column["timing"]["steps"]["workers"]["columns"][1] = "wait_s";
+  EXPECT_THROW(read_calibration({{"runs", {no_column}}}, "cal.json", "a test"), clbo::Error);
 }
 
 TEST(ValidateModel, ThePresetComesFromTheProbes) {

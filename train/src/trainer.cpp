@@ -266,9 +266,9 @@ struct StepTimes {
   double step = 0, gradient = 0, optimizer = 0, comm = 0, kernels = 0;
 };
 
-// The values each worker reports per step, in this order; the first is its bytes sent, the
-// rest times in seconds. "gradient_compute_s" is the gradient alone; "gradient_s" adds the
-// gather of the losses, so it also holds the wait for the slowest worker's gradient.
+// Each worker sends per step its bytes sent, then these times in seconds, in this order.
+// "gradient_compute_s" is the gradient alone; "gradient_s" adds the gather of the losses, so it
+// also holds the wait for the slowest worker's gradient.
 constexpr const char* kWorkerColumns[] = {
     "step_s", "gradient_compute_s", "gradient_s", "optimizer_s", "comm_s", "compression_kernels_s"};
 constexpr size_t kWorkerValues = 1 + std::size(kWorkerColumns);

@@ -104,64 +104,107 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
-// Median of `rows[i][col]` over the steps of one kind, leaving out its first occurrence (TCP
-// connections are opened and buffers allocated there) when the kind occurs more than once.
-double kind_median(const nlohmann::json& rows, const std::vector<size_t>& steps, size_t col,
-                   int64_t& used) {
-  const size_t skip = steps.size() > 1 ? 1 : 0;
+// The steps of one kind that its medians read: all but its first occurrence (TCP connections
+// are opened and buffers allocated there) when the kind occurs more than once.
+std::vector<size_t> steady(const std::vector<size_t>& steps) {
+  return {steps.begin() + (steps.size() > 1 ? 1 : 0), steps.end()};
+}
+
+template <class Value>
+double median_over(const std::vector<size_t>& steps, Value value) {
   std::vector<double> v;
-  for (size_t i = skip; i < steps.size(); ++i) v.push_back(rows[steps[i]][col].get<double>());
-  used = static_cast<int64_t>(v.size());
+  for (size_t i : steps) v.push_back(value(i));
   return median(std::move(v));
 }
 
-// The optimizer's arithmetic in step i of a clbo train run: its step less the communication
-// and compression kernels inside it. From each worker's own parts where the run has them (the
-// mean over the workers), else from the slowest worker's columns: those come from different
-// workers, so a worker that waited in a collective for another still computing leaves its wait
-// in the optimizer column and not in the communication column of the slowest communicator,
-// and the difference loses the arithmetic (seen: SLAMB on 8 ranks 7.5 ms, each worker's 15.5).
-double step_arithmetic(const nlohmann::json& run, size_t i) {
-  const nlohmann::json& steps = run["timing"]["steps"];
-  if (steps.contains("workers")) {
-    const auto& cols = steps["workers"]["columns"];
-    auto col = [&](const char* name) {
-      for (size_t c = 0; c < cols.size(); ++c)
-        if (cols[c] == name) return c;
-      throw Error(fmt::format("per-worker step times have no column '{}'", name));
-    };
-    const size_t opt = col("optimizer_s"), comm = col("comm_s"),
-                 kern = col("compression_kernels_s");
-    double sum = 0;
-    const auto& workers = steps["workers"]["rows"][i];
-    for (const auto& w : workers)
-      sum += std::max(0.0, w[opt].get<double>() - w[comm].get<double>() - w[kern].get<double>());
-    return workers.empty() ? 0.0 : sum / static_cast<double>(workers.size());
-  }
-  const auto& r = steps["rows"][i];
-  return std::max(0.0, r[2].get<double>() - r[3].get<double>() - r[4].get<double>());
-}
-
-// The median over the steps of one kind (after its first) of each part's mean over the
-// workers, and of their arithmetic: what a typical worker spent where, beside the slowest
-// worker's columns (`measured_parts`). A worker's comm_s holds its waits for the others.
-nlohmann::json worker_parts(const nlohmann::json& run, const std::vector<size_t>& steps) {
-  const nlohmann::json& per = run["timing"]["steps"]["workers"];
-  const size_t skip = steps.size() > 1 ? 1 : 0;
-  nlohmann::json out = nlohmann::json::object();
-  for (size_t c = 0; c < per["columns"].size(); ++c) {
-    std::vector<double> v;
-    for (size_t i = skip; i < steps.size(); ++i) {
-      double sum = 0;
-      const auto& workers = per["rows"][steps[i]];
-      for (const auto& w : workers) sum += w[c].get<double>();
-      v.push_back(workers.empty() ? 0.0 : sum / static_cast<double>(workers.size()));
+// One clbo train run's per-step times (`timing.steps`), columns looked up by name: each
+// column's slowest worker (`rows`) and, where every worker ran in its own process, each
+// worker's own (`workers`). Checked once: every table has a row per step and every row a
+// value per column, so a truncated or hand-edited file is an error, not a crash.
+class RunTimes {
+ public:
+  RunTimes(const nlohmann::json& run, const std::string& where)
+      : steps_(run.at("timing").at("steps")), where_(where) {
+    const auto& rows = steps_.at("rows");
+    n_ = rows.size();
+    slowest_cols_ = columns(steps_, "timing.steps");
+    for (const auto& r : rows)
+      if (r.size() != slowest_cols_.size())
+        bad("timing.steps.rows", "a row of " + std::to_string(r.size()) + " values");
+    if (steps_.contains("workers")) {
+      const auto& w = steps_["workers"];
+      worker_cols_ = columns(w, "timing.steps.workers");
+      if (w.at("rows").size() != n_)
+        bad("timing.steps.workers.rows",
+            std::to_string(w["rows"].size()) + " steps for " + std::to_string(n_));
+      for (const auto& step : w["rows"]) {
+        if (step.empty()) bad("timing.steps.workers.rows", "a step without workers");
+        for (const auto& r : step)
+          if (r.size() != worker_cols_.size())
+            bad("timing.steps.workers.rows", "a row of " + std::to_string(r.size()) + " values");
+      }
     }
-    out[per["columns"][c].get<std::string>()] = median(std::move(v));
   }
-  std::vector<double> arithmetic;
-  for (size_t i = skip; i < steps.size(); ++i) arithmetic.push_back(step_arithmetic(run, steps[i]));
-  out["arithmetic_s"] = median(std::move(arithmetic));
+  size_t steps() const { return n_; }
+  bool per_worker() const { return !worker_cols_.empty(); }
+  const std::vector<std::string>& worker_columns() const { return worker_cols_; }
+  double slowest(size_t step, const std::string& col) const {
+    return steps_["rows"][step][index(slowest_cols_, col)].get<double>();
+  }
+  // The mean over the workers of f(the worker's row, column lookup).
+  template <class F>
+  double worker_mean(size_t step, F f) const {
+    const auto& workers = steps_["workers"]["rows"][step];
+    double sum = 0;
+    for (const auto& w : workers)
+      sum += f([&](const std::string& col) { return w[index(worker_cols_, col)].get<double>(); });
+    return sum / static_cast<double>(workers.size());
+  }
+  // The optimizer's arithmetic in a step: its step less the communication and compression
+  // kernels inside it. From each worker's own parts where the run has them (the mean over the
+  // workers), else from the slowest worker's columns: those come from different workers, so
+  // a worker that waited in a collective for another still computing leaves its wait in the
+  // optimizer column and not in the communication column of the slowest communicator, and the
+  // difference loses the arithmetic (seen: SLAMB on 8 ranks 7.5 ms, each worker's 15.5).
+  double arithmetic(size_t step) const {
+    auto own = [](auto part) {
+      return std::max(0.0, part("optimizer_s") - part("comm_s") - part("compression_kernels_s"));
+    };
+    if (per_worker()) return worker_mean(step, own);
+    return own([&](const std::string& col) { return slowest(step, col); });
+  }
+
+ private:
+  std::vector<std::string> columns(const nlohmann::json& table, const std::string& name) const {
+    if (!table.contains("columns") || !table["columns"].is_array())
+      bad(name + ".columns", "missing");
+    return table["columns"].get<std::vector<std::string>>();
+  }
+  size_t index(const std::vector<std::string>& cols, const std::string& col) const {
+    for (size_t c = 0; c < cols.size(); ++c)
+      if (cols[c] == col) return c;
+    bad("timing.steps", "no column '" + col + "'");
+  }
+  [[noreturn]] void bad(const std::string& field, const std::string& what) const {
+    throw Error(fmt::format("{}: {}: {}", where_, field, what));
+  }
+
+  const nlohmann::json& steps_;
+  std::string where_;
+  size_t n_ = 0;
+  std::vector<std::string> slowest_cols_, worker_cols_;
+};
+
+// The median over a kind's steady steps of each part's mean over the workers, and of their
+// arithmetic: what a typical worker spent where, beside the slowest worker's columns
+// (`measured_parts`). A worker's comm_s holds its waits for the others.
+nlohmann::json worker_parts(const RunTimes& times, const std::vector<size_t>& steps) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const std::string& col : times.worker_columns())
+    out[col] = median_over(steps, [&](size_t i) {
+      return times.worker_mean(i, [&](auto part) { return part(col); });
+    });
+  out["arithmetic_s"] = median_over(steps, [&](size_t i) { return times.arithmetic(i); });
   return out;
 }
 
@@ -251,11 +294,11 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     const std::string type = run["optimizer_type"].get<std::string>();
     const OptimizerConfig cfg = parse_optimizer_config(steps_optimizer(s, type), where);
     const auto kinds = sim::step_kinds(cfg, workload->layout, p, s.steps.steps, DType::kF32);
-    const nlohmann::json& rows = run["timing"]["steps"]["rows"];
+    const RunTimes times(run, where + ", run " + type);
     const auto& bytes = run["bytes_sent_per_worker_per_step"];
     for (const sim::StepKind& kind : kinds) {
       std::vector<size_t> steps;
-      for (int64_t t = 1; t <= static_cast<int64_t>(rows.size()); ++t) {
+      for (int64_t t = 1; t <= static_cast<int64_t>(times.steps()); ++t) {
         sim::StepKind probe;
         probe.schedule = schedule_at(cfg, t, workload->layout, p);
         if (probe.signature() == kind.signature()) steps.push_back(static_cast<size_t>(t - 1));
@@ -271,15 +314,14 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       k["algo"] = nullptr;
       k["bytes"] = static_cast<uint64_t>(measured_bytes / static_cast<double>(steps.size()));
       k["first_step"] = kind.first_step;
+      const std::vector<size_t> used = steady(steps);
       nlohmann::json parts = nlohmann::json::object();
-      const char* names[] = {"step_s", "gradient_s", "optimizer_s", "comm_s",
-                             "compression_kernels_s"};
-      int64_t used = 0;
-      for (size_t col = 0; col < 5; ++col) parts[names[col]] = kind_median(rows, steps, col, used);
-      k["measured_steps"] = used;
+      for (const char* col :
+           {"step_s", "gradient_s", "optimizer_s", "comm_s", "compression_kernels_s"})
+        parts[col] = median_over(used, [&](size_t i) { return times.slowest(i, col); });
+      k["measured_steps"] = used.size();
       k["measured_parts"] = parts;
-      if (run["timing"]["steps"].contains("workers"))
-        k["measured_worker_parts"] = worker_parts(run, steps);
+      if (times.per_worker()) k["measured_worker_parts"] = worker_parts(times, used);
       const nlohmann::json& opt =
           cal.optimizer_s.contains(type) ? cal.optimizer_s[type] : nlohmann::json::object();
       const double opt_s = opt.contains(phase) ? opt[phase].get<double>() : 0.0;
@@ -347,8 +389,10 @@ nlohmann::json Calibration::to_json() const {
           {"definition",
            "`ranks` workers at once (clbo train, batch_per_worker examples each), "
            "steady-state medians over the steps after the first (of each optimizer and "
-           "phase): the gradient, and per optimizer and phase the optimizer step less its "
-           "communication and compression-kernel time"}};
+           "phase): the gradient (the slowest worker's, with the gather that ends the phase), "
+           "and per optimizer and phase the optimizer step less its communication and "
+           "compression-kernel time (each worker's own, averaged over the workers, where every "
+           "worker ran in its own process; else from the slowest worker's columns)"}};
 }
 
 Calibration read_calibration(const nlohmann::json& j, const std::string& file,
@@ -364,20 +408,18 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
   std::vector<double> grad;
   for (const auto& run : j["runs"]) {
     const std::string type = run["optimizer_type"].get<std::string>();
-    const auto& rows = run["timing"]["steps"]["rows"];
+    const RunTimes times(run, file + ", run " + type);
     const auto& phases = run["phase"];
     std::map<std::string, std::vector<size_t>> by_phase;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (i > 0) grad.push_back(rows[i][1].get<double>());
-      by_phase[phases[i].get<std::string>()].push_back(i);
+    for (size_t i = 0; i < times.steps(); ++i) {
+      // The slowest worker's gradient, with the gather that ends the phase: the phase lasts
+      // until the last worker's gradient is in, and that is what the next part waits for.
+      if (i > 0) grad.push_back(times.slowest(i, "gradient_s"));
+      by_phase[phases.at(i).get<std::string>()].push_back(i);
     }
-    for (const auto& [phase, steps] : by_phase) {
-      const size_t skip = steps.size() > 1 ? 1 : 0;
-      std::vector<double> arithmetic;
-      for (size_t i = skip; i < steps.size(); ++i)
-        arithmetic.push_back(step_arithmetic(run, steps[i]));
-      c.optimizer_s[type][phase] = median(std::move(arithmetic));
-    }
+    for (const auto& [phase, steps] : by_phase)
+      c.optimizer_s[type][phase] =
+          median_over(steady(steps), [&](size_t i) { return times.arithmetic(i); });
   }
   c.gradient_s = median(std::move(grad));
   return c;
