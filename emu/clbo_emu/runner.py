@@ -160,9 +160,15 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
         # Every host streams to the next at once: when the per-flow rate matches the single
         # flow's, the machine's CPUs are not what limits the links.
         n = len(hosts)
+        t0, ticks = time.time(), cpu_ticks()
         handles = [client(i, ["bulk", ip((i + 1) % n), str(PROBE_PORT), "--seconds", str(secs)])
                    for i in range(n)]
         out["bulk_all_hosts_at_once"] = [result(hd, secs + 60) for hd in handles]
+        # What moving these bytes costs the machine's CPUs (the kernel's share: system and
+        # softirq), with the probes' start-up: data for a model of the network's CPU.
+        out["bulk_all_hosts_at_once_cpu"] = {"wall_s": time.time() - t0,
+                                             "cpus": os.cpu_count(),
+                                             "cpu_split": cpu_split(ticks, cpu_ticks())}
         if cfg["topology"] == "two_level":
             k = cfg["hosts_per_leaf"]
             # Every host of leaf 0 streams to its counterpart on leaf 1 at once: the flows

@@ -153,6 +153,9 @@ def test_mpi(emu_dir, clbo):
         if not {"user", "system", "softirq", "idle"} <= set(split) or \
                 abs(sum(split.values()) - 1) > 0.01:
             fail("job %s: cpu_split %r" % (job, split))
+    cost = measured["clusters"][0]["probes"].get("bulk_all_hosts_at_once_cpu") or {}
+    if not (cost.get("wall_s", 0) > 0 and cost.get("cpus", 0) >= 1 and cost.get("cpu_split")):
+        fail("the all-hosts bulk probe's CPU cost is not recorded: %r" % cost)
     if leftovers():
         fail("leftovers: %r" % leftovers())
     print("ok: MPI across 2 emulated hosts (%s), results exact, link at %.1f Mbit/s" %
