@@ -3,7 +3,7 @@
 leftovers of a killed run are removed before the next one, a signal cleans up, and a bad
 plan creates nothing. Skips (exit 77) with the reason where namespaces cannot be created.
 
-    test_emu.py lifecycle|mpi|leftovers|signal|bad-plan EMU_DIR [CLBO]
+    test_emu.py lifecycle|mpi|probe|leftovers|signal|bad-plan EMU_DIR [CLBO|TREE_PROBE]
 """
 import atexit
 import json
@@ -222,6 +222,40 @@ def test_bad_plan(emu_dir):
     print("ok: a bad plan is refused (exit 2, names the field) before anything is created")
 
 
+def test_probe(emu_dir, tree_probe):
+    """clbo-emu probe runs a program across the hosts; the tree probe's times obey causality
+    and the links' rate (a 64 KiB message over 100 Mbit/s cannot arrive in under 3.9 ms,
+    even with htb's early bytes, at most about 16 KiB: docs/validation.md)."""
+    rate, size = 100e6, 65536
+    floor_ms = (size - 16384) * 8 / rate * 1e3
+    out = {}
+    for mode in ("fanout", "reduce"):
+        p = subprocess.run([sys.executable, "-B", os.path.join(emu_dir, "clbo-emu"), "probe",
+                            "--hosts", "4", "--rate", "100", "--", tree_probe, mode,
+                            "--sizes", str(size), "--iters", "3"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+        if p.returncode != 0:
+            fail("clbo-emu probe %s: exit %d\n%s" % (mode, p.returncode, p.stderr[-2000:]))
+        rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+        if len(rows) != 2 or any(r["mode"] != mode or r["bytes"] != size for r in rows):
+            fail("clbo-emu probe %s printed %r" % (mode, p.stdout))
+        out[mode] = rows
+    for r in out["fanout"]:
+        a = r["arrival_ms"]
+        # Rank 0 sends to 1 and 2; rank 1 forwards to 3 once its own copy is in.
+        if len(a) != 4 or a[1] < floor_ms or a[2] < floor_ms or a[3] < a[1] + floor_ms or \
+                r["done_ms"] < max(a):
+            fail("fan-out times break causality or the link rate: %r" % r)
+    for r in out["reduce"]:
+        # Two rounds of 64 KiB into rank 0, one after the other.
+        if r["reduce_at_root_ms"] < 2 * floor_ms or r["iallreduce_slowest_rank_ms"] < 2 * floor_ms:
+            fail("binomial reduce faster than the links allow: %r" % r)
+    if leftovers():
+        fail("leftovers: %r" % leftovers())
+    print("ok: clbo-emu probe ran the tree probe on 4 hosts: fan-out %s ms, reduce %.2f ms" %
+          (out["fanout"][-1]["arrival_ms"], out["reduce"][-1]["reduce_at_root_ms"]))
+
+
 def main():
     what, emu_dir = sys.argv[1], os.path.abspath(sys.argv[2])
     setup(emu_dir)
@@ -229,6 +263,8 @@ def main():
         test_lifecycle(emu_dir)
     elif what == "mpi":
         test_mpi(emu_dir, os.path.abspath(sys.argv[3]))
+    elif what == "probe":
+        test_probe(emu_dir, os.path.abspath(sys.argv[3]))
     elif what == "leftovers":
         test_leftovers(emu_dir)
     elif what == "signal":
