@@ -8,6 +8,10 @@
 //   clbo-tree-probe reduce [--sizes ...] [--iters N]
 //       libnbc's binomial reduce to rank 0 alone (the first half), then the whole in-place
 //       MPI_Iallreduce; both isolated calls (a barrier before each).
+//   clbo-tree-probe ring [--sizes ...] [--iters N]
+//       a ring allreduce's 2(p-1) hops of size/p bytes each (the data only, no sums), with the
+//       receive matched as clbo's MpiCommunicator::recv does (MPI_Improbe, then MPI_Mrecv)
+//       and with a receive posted before the send; isolated calls, slowest rank.
 //   clbo-tree-probe wait [--sizes ...] [--iters N]
 //       MPI_Iallreduce back to back (as clbo bench times it), waited three ways: MPI_Wait,
 //       clbo's poller (MPI_Test, 50 us of spinning, then 20 us naps) and MPI_Test spinning.
@@ -47,7 +51,7 @@ struct Args {
   if (rank == 0)
     std::fprintf(
         stderr,
-        "clbo-tree-probe: %s\nusage: clbo-tree-probe fanout|reduce|wait [--sizes B,B,...] "
+        "clbo-tree-probe: %s\nusage: clbo-tree-probe fanout|reduce|ring|wait [--sizes B,B,...] "
         "[--iters N]  (sizes in bytes, multiples of 4; iters >= 2, the first not reported)\n",
         why);
   MPI_Abort(MPI_COMM_WORLD, 2);
@@ -58,7 +62,8 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) usage("a mode is required");
   a.mode = argv[1];
-  if (a.mode != "fanout" && a.mode != "reduce" && a.mode != "wait") usage("unknown mode");
+  if (a.mode != "fanout" && a.mode != "reduce" && a.mode != "ring" && a.mode != "wait")
+    usage("unknown mode");
   for (int i = 2; i < argc; ++i) {
     const std::string k = argv[i];
     if (i + 1 >= argc) usage("an option lacks its value");
@@ -176,6 +181,46 @@ void reduce(const Args& a, int rank, int p, std::vector<float>& mem) {
     }
 }
 
+// One ring hop: send `bytes` to next, receive as many from prev.
+void hop(char* out, char* in, int bytes, int next, int prev, bool probe) {
+  MPI_Request s, r;
+  if (!probe) MPI_Irecv(in, bytes, MPI_BYTE, prev, 1, MPI_COMM_WORLD, &r);
+  MPI_Isend(out, bytes, MPI_BYTE, next, 1, MPI_COMM_WORLD, &s);
+  if (probe) {
+    int found = 0;
+    MPI_Message m;
+    MPI_Status st;
+    while (!found) MPI_Improbe(prev, 1, MPI_COMM_WORLD, &found, &m, &st);
+    MPI_Mrecv(in, bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+  MPI_Wait(&s, MPI_STATUS_IGNORE);
+}
+
+void ring(const Args& a, int rank, int p, std::vector<float>& mem) {
+  std::vector<char> in(mem.size() * 4);
+  char* out = reinterpret_cast<char*>(mem.data());
+  const int next = (rank + 1) % p, prev = (rank + p - 1) % p;
+  for (long bytes : a.sizes)
+    for (int probe = 1; probe >= 0; --probe)
+      for (int it = 0; it < a.iters; ++it) {
+        const int chunk = static_cast<int>(bytes / p);
+        synced_start();
+        const double t0 = now_s();
+        for (int h = 0; h < 2 * (p - 1); ++h) hop(out, in.data(), chunk, next, prev, probe);
+        const double mine = now_s() - t0;
+        double slowest = 0;
+        MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0 && it > 0)
+          std::printf(
+              "{\"mode\": \"ring\", \"bytes\": %ld, \"hop_bytes\": %d, \"receive\": "
+              "\"%s\", \"iter\": %d, \"ms_slowest_rank\": %.3f, \"ms_per_hop\": %.4f}\n",
+              bytes, chunk, probe ? "improbe" : "posted", it, slowest * 1e3,
+              slowest * 1e3 / (2 * (p - 1)));
+      }
+}
+
 void wait_for(MPI_Request* q, int how) {
   if (how == 0) {
     MPI_Wait(q, MPI_STATUS_IGNORE);
@@ -237,6 +282,7 @@ int main(int argc, char** argv) {
   std::vector<float> mem(static_cast<size_t>(largest / 4), 1e-6f);
   if (a.mode == "fanout") fanout(a, rank, p, mem);
   if (a.mode == "reduce") reduce(a, rank, p, mem);
+  if (a.mode == "ring") ring(a, rank, p, mem);
   if (a.mode == "wait") waits(a, rank, p, mem);
   std::fflush(stdout);
   MPI_Finalize();
