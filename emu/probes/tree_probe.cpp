@@ -8,10 +8,12 @@
 //   clbo-tree-probe reduce [--sizes ...] [--iters N]
 //       libnbc's binomial reduce to rank 0 alone (the first half), then the whole in-place
 //       MPI_Iallreduce; both isolated calls (a barrier before each).
-//   clbo-tree-probe ring [--sizes ...] [--iters N]
+//   clbo-tree-probe ring [--sizes ...] [--iters N] [--pause-us P]
 //       a ring allreduce's 2(p-1) hops of size/p bytes each (the data only, no sums), with the
 //       receive matched as clbo's MpiCommunicator::recv does (MPI_Improbe, then MPI_Mrecv)
-//       and with a receive posted before the send; isolated calls, slowest rank.
+//       and with a receive posted before the send; isolated calls, slowest rank. With
+//       --pause-us P every rank naps P us after each hop (not counted), so each link idles
+//       before the next: htb's early bytes after an idle spell (docs/validation.md, Shaping).
 //   clbo-tree-probe wait [--sizes ...] [--iters N]
 //       MPI_Iallreduce back to back (as clbo bench times it), waited three ways: MPI_Wait,
 //       clbo's poller (MPI_Test, 50 us of spinning, then 20 us naps) and MPI_Test spinning.
@@ -42,6 +44,7 @@ struct Args {
   std::string mode;
   std::vector<long> sizes{65536, 1048576};
   int iters = 8;
+  long pause_us = 0;  // ring: a nap after every hop, so each link idles that long between hops
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -52,7 +55,8 @@ struct Args {
     std::fprintf(
         stderr,
         "clbo-tree-probe: %s\nusage: clbo-tree-probe fanout|reduce|ring|wait [--sizes B,B,...] "
-        "[--iters N]  (sizes in bytes, multiples of 4; iters >= 2, the first not reported)\n",
+        "[--iters N] [--pause-us P]  (sizes in bytes, multiples of 4; iters >= 2, the first not "
+        "reported; --pause-us for ring only)\n",
         why);
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
@@ -68,7 +72,10 @@ Args parse(int argc, char** argv) {
     const std::string k = argv[i];
     if (i + 1 >= argc) usage("an option lacks its value");
     const char* v = argv[++i];
-    if (k == "--iters") {
+    if (k == "--pause-us") {
+      a.pause_us = std::atol(v);
+      if (a.pause_us < 0 || a.pause_us > 1000000) usage("--pause-us must be in 0..1000000");
+    } else if (k == "--iters") {
       a.iters = std::atoi(v);
       if (a.iters < 2) usage("--iters must be at least 2");
     } else if (k == "--sizes") {
@@ -208,15 +215,23 @@ void ring(const Args& a, int rank, int p, std::vector<float>& mem) {
         const int chunk = static_cast<int>(bytes / p);
         synced_start();
         const double t0 = now_s();
-        for (int h = 0; h < 2 * (p - 1); ++h) hop(out, in.data(), chunk, next, prev, probe);
-        const double mine = now_s() - t0;
+        for (int h = 0; h < 2 * (p - 1); ++h) {
+          hop(out, in.data(), chunk, next, prev, probe);
+          if (a.pause_us > 0) {
+            const timespec nap{a.pause_us / 1000000, (a.pause_us % 1000000) * 1000};
+            nanosleep(&nap, nullptr);
+          }
+        }
+        // Per hop, the naps taken out: what the bytes and the messages' own costs took.
+        const double mine = now_s() - t0 - 2 * (p - 1) * a.pause_us * 1e-6;
         double slowest = 0;
         MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0 && it > 0)
           std::printf(
               "{\"mode\": \"ring\", \"bytes\": %ld, \"hop_bytes\": %d, \"receive\": "
-              "\"%s\", \"iter\": %d, \"ms_slowest_rank\": %.3f, \"ms_per_hop\": %.4f}\n",
-              bytes, chunk, probe ? "improbe" : "posted", it, slowest * 1e3,
+              "\"%s\", \"pause_us\": %ld, \"iter\": %d, \"ms_slowest_rank\": %.3f, "
+              "\"ms_per_hop\": %.4f}\n",
+              bytes, chunk, probe ? "improbe" : "posted", a.pause_us, it, slowest * 1e3,
               slowest * 1e3 / (2 * (p - 1)));
       }
 }
