@@ -47,6 +47,20 @@ class Communicator {
   virtual void barrier();
 };
 
+// A Communicator that wraps another (counting, timing): the same rank of the same group on
+// the same backend. Subclasses choose which calls they intercept; the rest are the base
+// class's direct exchanges over the intercepted point-to-point calls, unless overridden.
+class WrappedCommunicator : public Communicator {
+ public:
+  explicit WrappedCommunicator(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string backend_name() const override { return inner_.backend_name(); }
+
+ protected:
+  Communicator& inner_;
+};
+
 // Tags reserved by clbo's collective algorithms; user point-to-point should use >= 1000.
 enum CollTag : int {
   kTagAlltoall = 1,

@@ -11,12 +11,9 @@
 
 namespace clbo {
 
-class CountingCommunicator final : public Communicator {
+class CountingCommunicator final : public WrappedCommunicator {
  public:
-  explicit CountingCommunicator(Communicator& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::string backend_name() const override { return inner_.backend_name(); }
+  using WrappedCommunicator::WrappedCommunicator;
   void send(int peer, const void* data, size_t bytes, int tag) override;
   void recv(int peer, void* data, size_t bytes, int tag) override;
   void sendrecv(int dst, const void* send_data, size_t send_bytes, int src, void* recv_data,
@@ -28,7 +25,6 @@ class CountingCommunicator final : public Communicator {
   void reset() { bytes_sent_ = bytes_received_ = messages_sent_ = 0; }
 
  private:
-  Communicator& inner_;
   uint64_t bytes_sent_ = 0, bytes_received_ = 0, messages_sent_ = 0;
 };
 

@@ -14,12 +14,9 @@
 
 namespace clbo {
 
-class TimedCommunicator final : public Communicator {
+class TimedCommunicator final : public WrappedCommunicator {
  public:
-  explicit TimedCommunicator(Communicator& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::string backend_name() const override { return inner_.backend_name(); }
+  using WrappedCommunicator::WrappedCommunicator;
   void send(int peer, const void* data, size_t bytes, int tag) override;
   void recv(int peer, void* data, size_t bytes, int tag) override;
   void sendrecv(int dst, const void* send_data, size_t send_bytes, int src, void* recv_data,
@@ -31,7 +28,6 @@ class TimedCommunicator final : public Communicator {
   double seconds() const { return seconds_; }  // inside communication calls so far
 
  private:
-  Communicator& inner_;
   double seconds_ = 0;
 };
 
