@@ -38,9 +38,10 @@ Shape shape_for(Op op, uint64_t bytes, size_t elem_bytes, int p);
 
 // One half of a row (out-of-place or in-place).
 struct Half {
-  bool ran = false;    // false: left out by --halves native (its columns print N/A)
-  double time_us = 0;  // per call, reduced over ranks as -a says (pingpong: one way)
-  uint64_t wrong = 0;  // wrong elements in the checked calls, all ranks
+  bool ran = false;        // false: left out by --halves native (its columns print N/A)
+  double time_us = 0;      // per call, reduced over ranks as -a says (pingpong: one way)
+  int64_t iterations = 0;  // timed: -n, or more with --min-time
+  uint64_t wrong = 0;      // wrong elements in the checked calls, all ranks
 };
 
 struct Row {

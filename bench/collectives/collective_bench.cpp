@@ -76,11 +76,17 @@ std::vector<std::string> types_of(Op op, const CollectiveBenchConfig& c) {
   return {"float", "half"};
 }
 
+// The half a row's own fields report: the one its collective runs without a staging copy.
+const Half& own_half(const Sweep& run, const Row& row) {
+  return native_in_place(row.c.op, run.cfg.backend) ? row.in_place : row.out_of_place;
+}
+
 nlohmann::json half_json(const Sweep& run, const Row& row, const Half& h, int p) {
   if (!h.ran) return nullptr;  // --halves native left it out
   const Bandwidths b = bandwidths(row, h, p);
   nlohmann::json j;
   j["time_us"] = h.time_us;  // with -C 1 the time to issue the calls (definitions say so)
+  j["iterations"] = h.iterations;
   j["algbw_GBps"] = b.algbw;
   j["busbw_GBps"] = b.busbw;
   j["eq_busbw_GBps"] = b.eq_busbw < 0 ? nlohmann::json(nullptr) : nlohmann::json(b.eq_busbw);
@@ -101,7 +107,7 @@ nlohmann::json row_json(const Sweep& run, const Row& row, int p) {
   j["wire_bytes"] = row.wire_bytes;
   const bool in_place = native_in_place(row.c.op, run.cfg.backend);
   j["half"] = in_place ? "in_place" : "out_of_place";
-  j.update(half_json(run, row, in_place ? row.in_place : row.out_of_place, p));
+  j.update(half_json(run, row, own_half(run, row), p));
   j["out_of_place"] = half_json(run, row, row.out_of_place, p);
   j["in_place"] = half_json(run, row, row.in_place, p);
   if (!row.timestamp.empty()) j["timestamp"] = row.timestamp;
@@ -148,7 +154,7 @@ nlohmann::json nccl_tests_results(const Sweep& run, const std::vector<Row>& rows
                    {"root", fmt::format("{:6d}", -1)},  // nccl-tests writes it as printed
                    {"out_of_place", nccl_tests_half(run, r, r.out_of_place, p)},
                    {"in_place", nccl_tests_half(run, r, r.in_place, p)},
-                   {"actual_iterations", run.cfg.iters},
+                   {"actual_iterations", own_half(run, r).iterations},
                    {"experiment_name", ""},
                    {"collective", op_name(r.c.op)}});
   return out;
@@ -196,9 +202,7 @@ nlohmann::json nccl_version_code(const nlohmann::json& describe) {
 // and time ratios (allreduce / compressed).
 nlohmann::json comparisons(const Sweep& run, const std::vector<Row>& rows) {
   nlohmann::json out = nlohmann::json::array();
-  auto native = [&](const Row& r) {
-    return native_in_place(r.c.op, run.cfg.backend) ? r.in_place : r.out_of_place;
-  };
+  auto native = [&](const Row& r) { return own_half(run, r); };
   for (const Row& c : rows) {
     if (c.c.op != Op::kCompressed) continue;
     for (const Row& a : rows) {
@@ -384,6 +388,9 @@ void validate(const CollectiveBenchConfig& c) {
     if (v < lo_v) throw InputError(kWhere, flag, std::to_string(v), what);
   };
   at_least("-n", c.iters, 1, "must be >= 1");
+  if (!std::isfinite(c.min_time_s) || c.min_time_s < 0 || c.min_time_s > 3600)
+    throw InputError(kWhere, "--min-time", fmt::format("{}", c.min_time_s),
+                     "seconds per size and half, from 0 (-n iterations only) to 3600");
   at_least("-m", c.agg_iters, 1, "must be >= 1");
   if (c.agg_iters > 1) {
     // nccl-tests' -m puts the calls of one iteration in one ncclGroupStart/End, so NCCL
@@ -565,6 +572,7 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
     config["sparse_k"] = cfg.sparse_k;
     config["seed"] = cfg.seed;
     config["halves"] = cfg.halves;
+    config["min_time_s"] = cfg.min_time_s;
     add_nccl_tests_config(cfg, lo, hi, config);
     result["config"] = config;
     result["environment"] = environment_json();
@@ -573,10 +581,18 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
                                      "the slowest rank's"};
     result["definitions"] = {
         {"time_us",
-         fmt::format("{} mean per call over -n {} x -m {} calls{} (pingpong: half the "
+         fmt::format("{} mean per call over {} x -m {} calls{} (pingpong: half the "
                      "round trip)",
-                     kAverage[cfg.average], cfg.iters, cfg.agg_iters,
+                     kAverage[cfg.average],
+                     cfg.min_time_s > 0
+                         ? fmt::format("the half's iterations (at least -n {}, more where they "
+                                       "took less than --min-time {} s by the slowest rank's "
+                                       "sync call)",
+                                       cfg.iters, cfg.min_time_s)
+                         : fmt::format("-n {}", cfg.iters),
+                     cfg.agg_iters,
                      cfg.report_cputime ? ", the time to issue them (-C 1, cputime)" : "")},
+        {"iterations", "the timed iterations of the half: -n, or more with --min-time"},
         {"half",
          "out_of_place and in_place hold both halves (null: left out by --halves native); the "
          "row's own time_us, bandwidths and wrong are those of the half named here, the one "

@@ -63,6 +63,11 @@ struct CollectiveBenchConfig {
   // --halves: "both" (nccl-tests: out-of-place, then in-place) or "native", only the half the
   // collective runs without a staging copy (the one each row's own time reports).
   std::string halves = "both";
+  // --min-time: 0 times -n iterations per size, as nccl-tests. Above 0, more iterations where
+  // -n would take less than this many seconds (cheap sizes get enough calls to average over
+  // TCP's jitter), as Google Benchmark's min_time; the count comes from the slowest rank's
+  // untimed sync call, so every rank runs the same number.
+  double min_time_s = 0;
   // nccl-tests' flags at nccl-tests' defaults (src/common.cu).
   std::string op = "sum";          // -o: reduction op (or all)
   std::string datatype = "float";  // -d: element type (or all)

@@ -37,6 +37,7 @@ Settings shared_settings(const Sweep& run) {
   s.add("--stepbytes", c.step_bytes);
   s.add("--stepfactor", std::to_string(c.step_factor));
   s.add("--iters", std::to_string(c.iters));
+  s.add("--min-time", fmt::format("{}", c.min_time_s));
   s.add("--agg_iters", std::to_string(c.agg_iters));
   s.add("--warmup_iters", std::to_string(c.warmup));
   s.add("--run_cycles", std::to_string(c.run_cycles));

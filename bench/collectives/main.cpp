@@ -42,6 +42,11 @@ int main(int argc, char** argv) {
                  "the collective runs without a staging copy, the other half's columns N/A "
                  "(halves the time; clbo validate uses it)")
       ->capture_default_str();
+  app.add_option("--min-time", cfg.min_time_s,
+                 "Seconds: time at least -n iterations per size and more where -n would take "
+                 "less than this (the count from the slowest rank's untimed sync call; 0: -n "
+                 "only, as nccl-tests)")
+      ->capture_default_str();
   app.add_option("--seed", cfg.seed, "Seed of the inputs and the sparse mask")
       ->transform(decimal_integer<uint64_t>())
       ->capture_default_str();

@@ -64,6 +64,11 @@ void print_preamble(const Sweep& run, int p) {
       factor ? "factor" : "bytes", static_cast<long long>(c.warmup),
       static_cast<long long>(c.iters), static_cast<long long>(c.agg_iters),
       static_cast<long long>(c.check));
+  if (c.min_time_s > 0)
+    std::printf(
+        "# --min-time %g: at least -n iterations per size and half, more where they "
+        "would take less than %g s (JSON: iterations)\n",
+        c.min_time_s, c.min_time_s);
   if (c.blocking == 1)
     std::printf("# Blocking Enabled: wait and barrier after each inner iteration (-m) \n");
   if (c.blocking == 2)

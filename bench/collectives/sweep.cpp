@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "bench_world.hpp"
 #include "clbo/core/error.hpp"
@@ -31,20 +32,41 @@ double reduce_time(const std::vector<double>& all, int64_t average) {
   }
 }
 
-// One half of one row: the untimed sync call, -n timed iterations of -m calls each (one NCCL
-// group when -m > 1, with -z's waits and barriers), then -c checked calls.
+// At most this many timed iterations however cheap a call (--min-time over a call of a few
+// microseconds).
+constexpr int64_t kMaxTimedIterations = 1000000;
+
+// The timed iterations of one half: -n, or with --min-time as many more as the slowest rank's
+// sync call says fill it. Every rank takes the same maximum, so every rank runs the same count.
+int64_t timed_iterations(RankOps& ops, const CollectiveBenchConfig& c, double sync_s) {
+  if (c.min_time_s <= 0) return c.iters;
+  const std::vector<double> all = ops.gather_over_ranks(sync_s);
+  const double per_iteration =
+      std::max(1e-7, *std::max_element(all.begin(), all.end())) * static_cast<double>(c.agg_iters);
+  const double wanted = std::ceil(c.min_time_s / per_iteration);
+  if (wanted >= static_cast<double>(kMaxTimedIterations))
+    return std::max(c.iters, kMaxTimedIterations);
+  return std::max(c.iters, static_cast<int64_t>(wanted));
+}
+
+// One half of one row: the untimed sync call, -n (or --min-time's) timed iterations of -m
+// calls each (one NCCL group when -m > 1, with -z's waits and barriers), then -c checked
+// calls.
 Half time_half(RankOps& ops, const Sweep& run, Op op) {
   using clock = std::chrono::steady_clock;
   const auto& c = run.cfg;
   Half h;
   h.ran = true;
   ops.prepare_timing();
+  const auto sync0 = clock::now();
   ops.run();  // nccl-tests' sync call before timing
   ops.finish();
+  const double sync_s = std::chrono::duration<double>(clock::now() - sync0).count();
+  h.iterations = timed_iterations(ops, c, sync_s);  // before the barrier that starts the clock
   ops.barrier();
   const auto t0 = clock::now();
   double coll_only_s = 0;  // -z 3: the time outside the barriers
-  for (int64_t i = 0; i < c.iters; ++i) {
+  for (int64_t i = 0; i < h.iterations; ++i) {
     const auto ti = clock::now();
     if (c.agg_iters > 1) ops.group_start();
     for (int64_t a = 0; a < c.agg_iters; ++a) {
@@ -59,7 +81,7 @@ Half time_half(RankOps& ops, const Sweep& run, Op op) {
       ops.barrier();
     }
   }
-  const double calls = static_cast<double>(c.iters * c.agg_iters);
+  const double calls = static_cast<double>(h.iterations * c.agg_iters);
   const double cpu_s =
       c.blocking == 3 ? coll_only_s : std::chrono::duration<double>(clock::now() - t0).count();
   ops.finish();

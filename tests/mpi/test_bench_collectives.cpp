@@ -3,6 +3,7 @@
 // except for the timing fields.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -105,6 +106,9 @@ TEST(BenchCollectives, BadNamesAndSizesAreClearErrors) {
   EXPECT_NE(with([](auto& d) { d.step_bytes = "1", d.max_bytes = "1G"; }).find("more than"),
             std::string::npos);
   EXPECT_NE(with([](auto& d) { d.iters = 0; }).find("-n"), std::string::npos);
+  for (double bad : {-0.5, 3601.0, std::nan("")})
+    EXPECT_NE(with([&](auto& d) { d.min_time_s = bad; }).find("'--min-time'"), std::string::npos)
+        << bad;
   EXPECT_NE(with([](auto& d) { d.sparse_k = 1.5; }).find("--sparse-k"), std::string::npos);
 }
 
@@ -330,6 +334,38 @@ TEST(BenchCollectives, HalvesNativeTimesOnlyTheUnstagedHalf) {
       EXPECT_GT(row[half]["time_us"].get<double>(), 0.0) << half << " " << row.dump();
   c.halves = "one";
   EXPECT_NE(error_of(c).find("'--halves' = one"), std::string::npos) << error_of(c);
+  fs::remove_all(dir);
+}
+
+// --min-time gives a size whose -n iterations would take less than it more of them (every
+// rank the same count, or the collectives would not pair up), records the count per half and
+// as nccl-tests' actual_iterations, and never fewer than -n; without it every half runs -n.
+TEST(BenchCollectives, MinTimeTimesCheapSizesLongerAndRecordsTheCount) {
+  const fs::path dir = fs::temp_directory_path() / ("clbo_bench_mt_" + std::to_string(::getpid()));
+  CollectiveBenchConfig c;
+  c.collectives = {"allreduce", "compressed"};
+  c.nthreads = 3;
+  c.min_bytes = "48";
+  c.max_bytes = "48";
+  c.iters = 2;
+  c.check = 1;
+  c.halves = "native";
+  c.output_file = (dir / "n.json").string();
+  for (const auto& row : run_to_json(c)["rows"]) EXPECT_EQ(row["iterations"], 2) << row.dump();
+  // A 48-byte call between three threads takes microseconds: 20 ms of them is many more than
+  // two.
+  c.min_time_s = 0.02;
+  c.output_file = (dir / "m.json").string();
+  const auto j = run_to_json(c);
+  EXPECT_EQ(j["config"]["min_time_s"], 0.02);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& row = j["rows"][i];
+    EXPECT_GT(row["iterations"].get<int64_t>(), 2) << row.dump();
+    EXPECT_EQ(row["iterations"], row[row["half"].get<std::string>()]["iterations"]);
+    EXPECT_EQ(j["results"][i]["actual_iterations"], row["iterations"]);
+    EXPECT_EQ(row["wrong"], 0) << row.dump();
+  }
   fs::remove_all(dir);
 }
 

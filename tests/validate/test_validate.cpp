@@ -81,6 +81,33 @@ TEST(ValidatePlan, TheFullGridMeasuresEveryKindOfStepAtLeastTwice) {
   }
 }
 
+// bench.min_time_s goes to every bench job as --min-time (none without it), and a value out
+// of its range is an error naming bench.min_time_s.
+TEST(ValidatePlan, BenchMinTimeReachesTheBenchJobsAndIsChecked) {
+  const Tools t{"/bin/clbo", "/w"};
+  auto bench_argv = [&](const ValidationSpec& s) {
+    const nlohmann::json plan = emu_plan(s, t);
+    return plan["clusters"][0]["jobs"][kPingpongLaunches]["argv"];
+  };
+  nlohmann::json g = grid();
+  const auto none = bench_argv(parse_validation_spec(g, "g.json", 2, 24e9));
+  EXPECT_EQ(std::find(none.begin(), none.end(), "--min-time"), none.end()) << none.dump();
+  g["bench"] = {{"iters", 2}, {"min_time_s", 0.25}};
+  const auto with = bench_argv(parse_validation_spec(g, "g.json", 2, 24e9));
+  const auto at = std::find(with.begin(), with.end(), "--min-time");
+  ASSERT_NE(at, with.end()) << with.dump();
+  EXPECT_EQ(*(at + 1), "0.25");
+  for (double bad : {-1.0, 61.0}) {
+    g["bench"]["min_time_s"] = bad;
+    try {
+      parse_validation_spec(g, "g.json", 2, 24e9);
+      ADD_FAILURE() << "expected an error for " << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.field(), "bench.min_time_s") << e.what();
+    }
+  }
+}
+
 TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
   const Tools t{"/bin/clbo", "/w"};

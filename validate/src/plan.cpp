@@ -19,7 +19,9 @@ bool default_algo(const OpSpec& o) {
 double timeout_for(const ValidationSpec& s, const ClusterConfig& c, size_t ops) {
   const double bytes = static_cast<double>(c.sizes.max_bytes) * 4;  // binomial ≈ 2 log2(p) x
   const double calls = static_cast<double>(s.iters + s.warmup + 2);
-  return 120 + 10 * static_cast<double>(ops) * calls * bytes * 8 / (c.link_Mbps * 1e6);
+  const double sizes = static_cast<double>(c.sizes.list().size());
+  return 120 + 10 * static_cast<double>(ops) *
+                   (calls * bytes * 8 / (c.link_Mbps * 1e6) + sizes * s.min_time_s);
 }
 
 // The ping-pong job of one launch, also its result's file name: pingpong-net, pingpong-net-2,
@@ -180,6 +182,10 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
             std::string("-c"), std::string("0"), std::string("-a"), std::string("3"),
             std::string("-T"), std::string("120"), std::string("-J"), b.out})
         argv.push_back(a);
+      if (s.min_time_s > 0) {
+        argv.push_back("--min-time");
+        argv.push_back(fmt::format("{}", s.min_time_s));
+      }
       jobs.push_back({{"id", b.id},
                       {"mpi", true},
                       {"np", c.ranks()},

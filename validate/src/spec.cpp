@@ -305,6 +305,7 @@ ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string&
     ConfigReader b(j["bench"], file, "bench");
     s.iters = b.integer<decltype(s.iters)>("iters", s.iters, 1, 1000000);
     s.warmup = b.integer<decltype(s.warmup)>("warmup", s.warmup, 0, 1000000);
+    s.min_time_s = b.number_in("min_time_s", s.min_time_s, 0, true, 60, true);
     b.finish();
   }
   r.ignore("probes");

@@ -11,7 +11,7 @@
 //    "ops": ["allreduce:native", "allreduce:ring", "compressed:gather",
 //            "compressed:alltoall", "allgather", "alltoall", "sparse"],
 //    "sizes": {"min": "64K", "max": "16M", "factor": 16},
-//    "bench": {"iters": 2, "warmup": 1},
+//    "bench": {"iters": 2, "warmup": 1, "min_time_s": 0.1},
 //    "steps": {"optimizers": ["Adam", "Lamb", ...], "steps": 10, "batch_per_worker": 256},
 //    "probes": {"pingpong_count": 1000, "bulk_seconds": 1.5},
 //    "nice": -10}                         (the emulation's priority, emu/clbo_emu/runner.py)
@@ -72,6 +72,9 @@ struct ValidationSpec {
   std::vector<ClusterConfig> clusters;
   std::vector<OpSpec> ops;
   int64_t iters = 2, warmup = 1;
+  // `clbo bench collectives --min-time`: sizes whose `iters` calls take less get more calls
+  // (0: exactly `iters`).
+  double min_time_s = 0;
   StepsSpec steps;
   int pingpong_count = 1000;
   double bulk_seconds = 1.5;
