@@ -297,20 +297,27 @@ TEST(BenchCollectives, EveryOpChecksCleanCountsPlanBytesAndRepeatsExactly) {
   fs::remove_all(dir);
 }
 
+// Three local ranks, one size, two timed calls and one checked, only the native half.
+CollectiveBenchConfig native_half_config(std::vector<std::string> collectives,
+                                         const std::string& size, const fs::path& out) {
+  CollectiveBenchConfig c;
+  c.collectives = std::move(collectives);
+  c.nthreads = 3;
+  c.min_bytes = c.max_bytes = size;
+  c.iters = 2;
+  c.check = 1;
+  c.halves = "native";
+  c.output_file = out.string();
+  return c;
+}
+
 // --halves native times only the half without a staging copy (the row's own fields, which
 // validate reads); the other half is null in the JSON and N/A in the table, and the footer
 // averages over the halves that ran. The default runs both, as nccl-tests does.
 TEST(BenchCollectives, HalvesNativeTimesOnlyTheUnstagedHalf) {
   const fs::path dir = fs::temp_directory_path() / ("clbo_bench_hn_" + std::to_string(::getpid()));
-  CollectiveBenchConfig c;
-  c.collectives = {"allreduce", "allgather", "compressed"};
-  c.nthreads = 3;
-  c.min_bytes = "3K";
-  c.max_bytes = "3K";
-  c.iters = 2;
-  c.check = 1;
-  c.halves = "native";
-  c.output_file = (dir / "n.json").string();
+  CollectiveBenchConfig c =
+      native_half_config({"allreduce", "allgather", "compressed"}, "3K", dir / "n.json");
   const auto j = run_to_json(c);
   ASSERT_EQ(j["rows"].size(), 3u);
   EXPECT_EQ(j["config"]["halves"], "native");
@@ -342,15 +349,7 @@ TEST(BenchCollectives, HalvesNativeTimesOnlyTheUnstagedHalf) {
 // as nccl-tests' actual_iterations, and never fewer than -n; without it every half runs -n.
 TEST(BenchCollectives, MinTimeTimesCheapSizesLongerAndRecordsTheCount) {
   const fs::path dir = fs::temp_directory_path() / ("clbo_bench_mt_" + std::to_string(::getpid()));
-  CollectiveBenchConfig c;
-  c.collectives = {"allreduce", "compressed"};
-  c.nthreads = 3;
-  c.min_bytes = "48";
-  c.max_bytes = "48";
-  c.iters = 2;
-  c.check = 1;
-  c.halves = "native";
-  c.output_file = (dir / "n.json").string();
+  CollectiveBenchConfig c = native_half_config({"allreduce", "compressed"}, "48", dir / "n.json");
   for (const auto& row : run_to_json(c)["rows"]) EXPECT_EQ(row["iterations"], 2) << row.dump();
   // A 48-byte call between three threads takes microseconds: 20 ms of them is many more than
   // two.
