@@ -202,7 +202,6 @@ nlohmann::json nccl_version_code(const nlohmann::json& describe) {
 // and time ratios (allreduce / compressed).
 nlohmann::json comparisons(const Sweep& run, const std::vector<Row>& rows) {
   nlohmann::json out = nlohmann::json::array();
-  auto native = [&](const Row& r) { return own_half(run, r); };
   for (const Row& c : rows) {
     if (c.c.op != Op::kCompressed) continue;
     for (const Row& a : rows) {
@@ -216,9 +215,11 @@ nlohmann::json comparisons(const Sweep& run, const std::vector<Row>& rows) {
       j["wire_bytes_ratio"] = c.wire_bytes ? nlohmann::json(static_cast<double>(a.wire_bytes) /
                                                             static_cast<double>(c.wire_bytes))
                                            : nlohmann::json(nullptr);
-      j["compressed_time_us"] = native(c).time_us;
-      j["allreduce_time_us"] = native(a).time_us;
-      j["time_ratio"] = native(c).time_us > 0 ? native(a).time_us / native(c).time_us : 0.0;
+      const double compressed_us = own_half(run, c).time_us,
+                   allreduce_us = own_half(run, a).time_us;
+      j["compressed_time_us"] = compressed_us;
+      j["allreduce_time_us"] = allreduce_us;
+      j["time_ratio"] = compressed_us > 0 ? allreduce_us / compressed_us : 0.0;
       out.push_back(j);
     }
   }

@@ -43,9 +43,8 @@ int64_t timed_iterations(RankOps& ops, const CollectiveBenchConfig& c, double sy
   const std::vector<double> all = ops.gather_over_ranks(sync_s);
   const double per_iteration =
       std::max(1e-7, *std::max_element(all.begin(), all.end())) * static_cast<double>(c.agg_iters);
-  const double wanted = std::ceil(c.min_time_s / per_iteration);
-  if (wanted >= static_cast<double>(kMaxTimedIterations))
-    return std::max(c.iters, kMaxTimedIterations);
+  const double wanted =
+      std::min(std::ceil(c.min_time_s / per_iteration), static_cast<double>(kMaxTimedIterations));
   return std::max(c.iters, static_cast<int64_t>(wanted));
 }
 
