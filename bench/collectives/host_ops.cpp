@@ -7,6 +7,7 @@
 
 #include "bench_world.hpp"
 #include "clbo/collectives/algorithms.hpp"
+#include "clbo/collectives/call_header.hpp"
 #include "clbo/collectives/counting.hpp"
 #include "clbo/collectives/local.hpp"
 #include "clbo/core/error.hpp"
@@ -22,8 +23,9 @@ namespace {
 
 constexpr int kTagPingpong = 1000;  // user point-to-point range (communicator.hpp)
 
+#ifdef CLBO_WITH_MPI_BACKEND
 // Everything in the configuration that every rank must share, by option name, so a
-// mismatch names the option.
+// mismatch names the option. Only the MPI backend checks it: local ranks share one config.
 Settings shared_settings(const Sweep& run) {
   const auto& c = run.cfg;
   Settings s;
@@ -49,6 +51,7 @@ Settings shared_settings(const Sweep& run) {
   s.add("--seed", std::to_string(c.seed));
   return s;
 }
+#endif
 
 class HostOps final : public RankOps {
  public:
