@@ -29,6 +29,11 @@ void check(cudaError_t status, const char* what);
 void check_launch(const char* kernel);
 
 // An owning, move-only device allocation of n elements of T. Contents start undefined.
+// upload, download and fill_bytes are complete when they return, for every stream: they run
+// on the legacy default stream and wait for it, because the NCCL communicator's stream is
+// non-blocking and so is not ordered after legacy-stream work. (cudaMemset is asynchronous,
+// and a cudaMemcpy from pageable memory may return before its DMA lands: a p = 1
+// ncclAllReduce on an H200 read such a half-landed upload, results/gpu/README.md.)
 template <class T>
 class DeviceBuffer {
  public:
@@ -65,7 +70,9 @@ class DeviceBuffer {
 
   void upload(const T* host, size_t n) {
     resize(n);
-    if (n > 0) check(cudaMemcpy(ptr_, host, n * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    if (n == 0) return;
+    check(cudaMemcpy(ptr_, host, n * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    check(cudaStreamSynchronize(cudaStreamLegacy), "upload");
   }
   void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
   std::vector<T> download() const {
@@ -75,7 +82,9 @@ class DeviceBuffer {
   }
   // Fills every byte with `byte` (tests poison outputs with 0xFF before each run).
   void fill_bytes(int byte) {
-    if (n_ > 0) check(cudaMemset(ptr_, byte, bytes()), "cudaMemset");
+    if (n_ == 0) return;
+    check(cudaMemset(ptr_, byte, bytes()), "cudaMemset");
+    check(cudaStreamSynchronize(cudaStreamLegacy), "cudaMemset");
   }
 
  private:
