@@ -84,30 +84,6 @@ __device__ inline uint8_t ballot_byte(unsigned ballot, int b) {
   return static_cast<uint8_t>(__brev((ballot >> (8 * b)) & 0xffu) >> 24);
 }
 
-// Eight consecutive floats; vectorized when the caller guarantees 16-byte alignment.
-template <bool kAligned>
-__device__ inline void load8(const float* p, float (&v)[8]) {
-  if constexpr (kAligned) {
-    const float4 a = reinterpret_cast<const float4*>(p)[0];
-    const float4 b = reinterpret_cast<const float4*>(p)[1];
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-  } else {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = p[j];
-  }
-}
-
-template <bool kAligned>
-__device__ inline void store8(float* p, const float (&v)[8]) {
-  if constexpr (kAligned) {
-    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
-  } else {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) p[j] = v[j];
-  }
-}
-
 inline bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }

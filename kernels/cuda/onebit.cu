@@ -84,7 +84,21 @@ __global__ void server_sumsq_partials(ServerArgs s, const float* __restrict__ er
   const float inv_p = 1.0f / static_cast<float>(s.p);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   double acc = 0.0;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < c; i += stride) {
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // Four elements' loads in flight per thread, as in ef_sumsq_partials, accumulated in the
+  // same order as one at a time (so the same bits). One at a time, too few bytes were in
+  // flight: the server step reached 0.38 of the copy bandwidth on an H200.
+  for (; i + 3 * stride < c; i += 4 * stride) {
+    float e[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) e[u] = err[i + u * stride];
+    float a[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) a[u] = server_a(s, scales, inv_p, e[u], i + u * stride);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc += static_cast<double>(a[u]) * static_cast<double>(a[u]);
+  }
+  for (; i < c; i += stride) {
     const float a = server_a(s, scales, inv_p, err[i], i);
     acc += static_cast<double>(a) * static_cast<double>(a);
   }
@@ -150,27 +164,61 @@ __global__ void sign_pack(const float* __restrict__ x, size_t n, float* __restri
   }
 }
 
-// Unpack with scaling, 8 elements (one byte) per thread; float4 stores when aligned.
+// Unpack with scaling. Each warp expands tiles of 1024 elements (128 packed bytes): every
+// lane loads 4 of the bytes, then each of 8 rounds shuffles to every lane the nibble of the 4
+// elements it stores, so one store instruction writes 512 contiguous bytes (a float4 per
+// lane when aligned). The earlier layout, 8 consecutive floats per lane (two float4 stores
+// 32 B apart), reached 0.44 of the copy bandwidth on an H200 (results/gpu/README.md). The
+// last n % 1024 elements go one per thread in the last block.
+constexpr size_t kUnpackTile = 1024;
+
 template <bool kAligned>
 __global__ void unpack(const uint8_t* __restrict__ packed, size_t n, size_t chunk,
                        const float* __restrict__ d_scales, float scale, float* __restrict__ out) {
-  const size_t octets = n / 8;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t k = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < octets;
-       k += stride) {
-    const float s = d_scales ? d_scales[(8 * k) / chunk] : scale;
-    const unsigned byte = packed[k];
-    float v[8];
+  const int lane = threadIdx.x & 31;
+  const size_t tiles = n / kUnpackTile;
+  const size_t warps = static_cast<size_t>(gridDim.x) * kWarps;
+  for (size_t tile = static_cast<size_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5); tile < tiles;
+       tile += warps) {
+    const size_t base = tile * kUnpackTile;
+    const uint8_t* bytes = packed + base / 8 + 4 * lane;
+    const unsigned word = (unsigned{bytes[0]} << 24) | (unsigned{bytes[1]} << 16) |
+                          (unsigned{bytes[2]} << 8) | unsigned{bytes[3]};
+    // Chunk index of the tile's first element. A chunk of at least a tile is entered at most
+    // once inside the tile, so one division per tile serves; shorter chunks divide per quad.
+    size_t first_chunk = 0, next_chunk_at = 0;
+    if (d_scales) {
+      first_chunk = base / chunk;
+      next_chunk_at = (first_chunk + 1) * chunk;
+    }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = ((byte >> (7 - j)) & 1u) ? s : -s;
-    store8<kAligned>(out + 8 * k, v);
+    for (int u = 0; u < 8; ++u) {
+      const int q = u * 32 + lane;  // this lane's quad (4 elements) in the tile
+      const unsigned w = __shfl_sync(kFullMask, word, q >> 3);  // byte q/2 is in word q/8
+      const unsigned byte = (w >> (8 * (3 - ((q >> 1) & 3)))) & 0xffu;
+      const unsigned nibble = (q & 1) ? (byte & 0xfu) : (byte >> 4);  // element 4q+j: bit 3−j
+      const size_t i = base + 4 * static_cast<size_t>(q);
+      float s = scale;
+      if (d_scales)
+        s = d_scales[chunk >= kUnpackTile ? first_chunk + (i >= next_chunk_at) : i / chunk];
+      const float4 v = make_float4((nibble & 8u) ? s : -s, (nibble & 4u) ? s : -s,
+                                   (nibble & 2u) ? s : -s, (nibble & 1u) ? s : -s);
+      if constexpr (kAligned) {
+        *reinterpret_cast<float4*>(out + i) = v;
+      } else {
+        out[i] = v.x, out[i + 1] = v.y, out[i + 2] = v.z, out[i + 3] = v.w;
+      }
+    }
   }
-  // The last partial byte (n % 8 elements), by the first threads of block 0.
-  if (blockIdx.x == 0 && threadIdx.x < n % 8) {
-    const size_t i = octets * 8 + threadIdx.x;
-    const float s = d_scales ? d_scales[i / chunk] : scale;
-    out[i] = ((packed[i / 8] >> (7 - i % 8)) & 1u) ? s : -s;
-  }
+  if (blockIdx.x == gridDim.x - 1)
+    for (size_t i = tiles * kUnpackTile + threadIdx.x; i < n; i += blockDim.x) {
+      const float s = d_scales ? d_scales[i / chunk] : scale;
+      out[i] = ((packed[i / 8] >> (7 - i % 8)) & 1u) ? s : -s;
+    }
+}
+
+unsigned unpack_blocks(size_t n) {
+  return stream_blocks(ceil_div(n, kUnpackTile), kWarps);
 }
 
 void require_multiple_of_8(size_t len, const char* fn, const char* what) {
@@ -226,7 +274,7 @@ void onebit_compress(const float* x, size_t n, float* err, size_t n_pad, uint8_t
 
 void unpack_scale(const uint8_t* packed, size_t n, float scale, float* out, cudaStream_t stream) {
   if (n == 0) return;
-  const unsigned blocks = stream_blocks(ceil_div(n, 8), kThreads);
+  const unsigned blocks = unpack_blocks(n);
   if (aligned16(out))
     unpack<true><<<blocks, kThreads, 0, stream>>>(packed, n, 8, nullptr, scale, out);
   else
@@ -240,7 +288,7 @@ void unpack_scale_chunks(const uint8_t* packed, size_t n, size_t chunk, const fl
     throw Error("clbo::cuda::unpack_scale_chunks: chunk = " + std::to_string(chunk) +
                 " must be a positive multiple of 8");
   if (n == 0) return;
-  const unsigned blocks = stream_blocks(ceil_div(n, 8), kThreads);
+  const unsigned blocks = unpack_blocks(n);
   if (aligned16(out))
     unpack<true><<<blocks, kThreads, 0, stream>>>(packed, n, chunk, d_scales, 0.0f, out);
   else

@@ -88,7 +88,9 @@ TEST(CudaOnebit, FusedCompressMatchesReference) {
 TEST(CudaOnebit, UnpackScaleBitIdenticalAlignedAndNot) {
   CLBO_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 400;
-  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{13}, size_t{1003}, size_t{1u << 20}}) {
+  // 1003: the tail alone; 3000: whole 1024-element tiles and a tail; 2^20: tiles alone.
+  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{13}, size_t{1003}, size_t{3000},
+                   size_t{1u << 20}}) {
     const auto packed = random_bytes((n + 7) / 8, ++seed);
     std::vector<float> want(n);
     kernels::ref::unpack_scale(packed.data(), n, 0.3f, want.data());
@@ -108,20 +110,24 @@ TEST(CudaOnebit, UnpackScaleBitIdenticalAlignedAndNot) {
 TEST(CudaOnebit, UnpackChunksUsesEachChunksScale) {
   CLBO_REQUIRE_CUDA_DEVICE();
   const int p = 3;
-  const size_t c = 1000, n = 2 * c + 517;  // the last chunk is truncated, as in §2 step 5
-  const auto packed = random_bytes(p * c / 8, 7);
-  const std::vector<float> scales = {0.5f, 1.25f, 3.0f};
-  std::vector<float> want(n);
-  for (int j = 0; j < p; ++j) {
-    const size_t begin = j * c, len = std::min(c, n - begin);
-    kernels::ref::unpack_scale(packed.data() + j * c / 8, len, scales[j], want.data() + begin);
+  // 1000: chunks shorter than the kernel's 1024-element tile (a division per quad); 1032 and
+  // 4104: longer ones, whose boundaries fall inside a tile (one division per tile).
+  for (size_t c : {size_t{1000}, size_t{1032}, size_t{4104}}) {
+    const size_t n = 2 * c + 517;  // the last chunk is truncated, as in §2 step 5
+    const auto packed = random_bytes(p * c / 8, 7 + c);
+    const std::vector<float> scales = {0.5f, 1.25f, 3.0f};
+    std::vector<float> want(n);
+    for (int j = 0; j < p; ++j) {
+      const size_t begin = j * c, len = std::min(c, n - begin);
+      kernels::ref::unpack_scale(packed.data() + j * c / 8, len, scales[j], want.data() + begin);
+    }
+    auto dp = to_device(packed);
+    auto ds = to_device(scales);
+    auto dout = poisoned<float>(n);
+    unpack_scale_chunks(dp.data(), n, c, ds.data(), dout.data());
+    sync();
+    EXPECT_TRUE(bitwise_equal(dout.download(), want)) << "chunk " << c;
   }
-  auto dp = to_device(packed);
-  auto ds = to_device(scales);
-  auto dout = poisoned<float>(n);
-  unpack_scale_chunks(dp.data(), n, c, ds.data(), dout.data());
-  sync();
-  EXPECT_TRUE(bitwise_equal(dout.download(), want));
 }
 
 TEST(CudaOnebit, ServerStepMatchesReference) {
