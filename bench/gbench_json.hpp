@@ -24,9 +24,13 @@ inline nlohmann::json with_clbo_context(nlohmann::json raw, const std::string& b
     throw Error(file + ": " + binary +
                 " wrote no Google Benchmark JSON (context and benchmarks expected)");
   raw["schema"] = kKernelBenchSchema;
-  raw["context"]["clbo"] = {{"environment", environment},
-                            {"config", {{"binary", binary}, {"args", args}}},
-                            {"measured", true}};
+  nlohmann::json env = environment;
+  // The CUDA benchmark names its device in the context; the environment says it too, so a
+  // result read on its own shows which GPU measured it.
+  if (raw["context"].contains("device") && raw["context"]["device"].is_string())
+    env["gpu"] = raw["context"]["device"];
+  raw["context"]["clbo"] = {
+      {"environment", env}, {"config", {{"binary", binary}, {"args", args}}}, {"measured", true}};
   return raw;
 }
 

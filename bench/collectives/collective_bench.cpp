@@ -577,6 +577,8 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
     add_nccl_tests_config(cfg, lo, hi, config);
     result["config"] = config;
     result["environment"] = environment_json();
+    if (describe.contains("device") && describe["device"].is_string())
+      result["environment"]["gpu"] = describe["device"];  // the nccl backend's GPU
     result["backend"] = describe;
     static const char* kAverage[] = {"rank 0's", "the mean over ranks of the", "the fastest rank's",
                                      "the slowest rank's"};
