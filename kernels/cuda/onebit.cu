@@ -84,21 +84,7 @@ __global__ void server_sumsq_partials(ServerArgs s, const float* __restrict__ er
   const float inv_p = 1.0f / static_cast<float>(s.p);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   double acc = 0.0;
-  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  // Four elements' loads in flight per thread, as in ef_sumsq_partials, accumulated in the
-  // same order as one at a time (so the same bits). One at a time, too few bytes were in
-  // flight: the server step reached 0.38 of the copy bandwidth on an H200.
-  for (; i + 3 * stride < c; i += 4 * stride) {
-    float e[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) e[u] = err[i + u * stride];
-    float a[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) a[u] = server_a(s, scales, inv_p, e[u], i + u * stride);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) acc += static_cast<double>(a[u]) * static_cast<double>(a[u]);
-  }
-  for (; i < c; i += stride) {
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < c; i += stride) {
     const float a = server_a(s, scales, inv_p, err[i], i);
     acc += static_cast<double>(a) * static_cast<double>(a);
   }
