@@ -158,9 +158,12 @@ __global__ void sign_pack(const float* __restrict__ x, size_t n, float* __restri
 // last n % 1024 elements go one per thread in the last block.
 constexpr size_t kUnpackTile = 1024;
 
+// 8 resident blocks of 256 threads (32 registers): at the 48 it took alone, the register
+// file held 5, and the H200 reached 0.76 of the copy bandwidth with the warps it had.
 template <bool kAligned>
-__global__ void unpack(const uint8_t* __restrict__ packed, size_t n, size_t chunk,
-                       const float* __restrict__ d_scales, float scale, float* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads, 8)
+    unpack(const uint8_t* __restrict__ packed, size_t n, size_t chunk,
+           const float* __restrict__ d_scales, float scale, float* __restrict__ out) {
   const int lane = threadIdx.x & 31;
   const size_t tiles = n / kUnpackTile;
   const size_t warps = static_cast<size_t>(gridDim.x) * kWarps;
