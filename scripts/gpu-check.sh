@@ -78,7 +78,10 @@ machine() {
     echo "cpus: $(nproc)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
     nvcc --version 2>/dev/null | tail -n 2 || /usr/local/cuda/bin/nvcc --version | tail -n 2
-    echo "git: $(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null) $(git -C "$ROOT" status --porcelain 2>/dev/null | wc -l) changed files"
+    echo "git: $(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null) $(git -C "$ROOT" status --porcelain 2>/dev/null | wc -l) changed files (the checkout here)"
+    # Prebuilt binaries carry the commit they were built at, which a copied checkout's .git
+    # need not show: the results' environment.git_hash is theirs.
+    [ -x "$BUILD/bin/clbo" ] && echo "binaries: $("$BUILD/bin/clbo" --version 2>&1)"
     python3 -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy.__version__)' 2>&1 | tail -n 1
   } >"$DEST/raw/machine.txt" 2>&1
   cat "$DEST/raw/machine.txt"
