@@ -55,7 +55,7 @@ FIGURES = [
          input="convergence/lamb_family.json", options={},
          made_by="clbo train experiments/convergence/lamb_family.json"),
     dict(name="roofline", script="roofline", input="bench/kernels-cpu.json",
-         options={"also": ["bench/kernels-cuda.json"]},
+         options={"also": ["gpu/kernels-cuda.json"]},
          made_by="clbo reproduce (CPU kernel benchmarks)"),
     dict(name="validation", script="validation", input="validation/full.json", options={},
          made_by="clbo validate experiments/validation/full.json (as root)"),

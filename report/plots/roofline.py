@@ -11,7 +11,7 @@ point is drawn for it. Runs marked in_cache = 1 are left out (an in-cache rate i
 by memory bandwidth) and counted in the title.
 
     python3 report/plots/roofline.py --results results --out figures \
-        [--input bench/kernels-cpu.json] [--also bench/kernels-cuda.json]
+        [--input bench/kernels-cpu.json] [--also gpu/kernels-cuda.json]
 """
 import os
 import math
