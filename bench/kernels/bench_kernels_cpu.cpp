@@ -662,6 +662,21 @@ void register_all(size_t copy_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // clbo's one flag of its own, taken out before Google Benchmark sees the rest:
+  // --no_reference skips the streaming reference (2 × copy_buffer_bytes, several patterns)
+  // and rotates a single buffer set, so that p copies at once (clbo validate's streaming
+  // contention) hold p kernels' buffers and no reference. No row then has frac_of_copy_bw.
+  std::vector<char*> kept;
+  bool reference = true;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--no_reference") == 0)
+      reference = false;
+    else
+      kept.push_back(argv[i]);
+  }
+  argc = static_cast<int>(kept.size());
+  kept.push_back(nullptr);
+  argv = kept.data();
   // Every Google Benchmark flag works as in any Google Benchmark binary; clbo only supplies
   // a default --benchmark_min_time of 0.2 s, which the user's own replaces.
   clbo::bench::ArgsWithDefaultMinTime args(argc, argv, "0.2");
@@ -669,11 +684,12 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(*args.argc(), args.argv())) return 1;
   g_llc_bytes = last_level_cache_bytes();
   const size_t copy_bytes = copy_buffer_bytes(g_llc_bytes);
-  g_copy_buffer_bytes = copy_bytes;
+  g_copy_buffer_bytes = reference ? copy_bytes : 0;
   register_all(copy_bytes);
+  if (!reference) benchmark::AddCustomContext("copy_reference", "none (--no_reference)");
   // Listing runs nothing, so it measures nothing first.
-  if (!clbo::bench::gbench_bool_flag(clbo::bench::gbench_args(argc, argv),
-                                     "benchmark_list_tests")) {
+  if (reference && !clbo::bench::gbench_bool_flag(clbo::bench::gbench_args(argc, argv),
+                                                  "benchmark_list_tests")) {
     std::fprintf(stderr, "measuring the streaming reference over 2 x %zu MiB...\n",
                  copy_bytes >> 20);
     const Reference ref = measure_reference(copy_bytes);

@@ -5,7 +5,9 @@ Usage: test_bench_kernels.py BIN_DIR   (the folder holding clbo and bench_kernel
 - --benchmark_list_tests lists without measuring anything first (no streaming reference);
 - the user's --benchmark_min_time is not overridden by a per-benchmark MinTime (Google
   Benchmark then names the benchmark ".../min_time:X/..." and ignores the flag);
-- one --benchmark_out file and a -o folder are not both taken.
+- one --benchmark_out file and a -o folder are not both taken;
+- --no_reference (clbo validate's streaming contention) measures no reference and rotates one
+  buffer set.
 Running a benchmark measures the streaming reference first (tens of seconds), so the saved
 JSON's structure is tested on the transform alone (test_bench_kernels_json.cpp).
 """
@@ -54,6 +56,22 @@ class GoogleBenchmarkHabits(unittest.TestCase):
         self.assertEqual(plain, timed)
         self.assertFalse([n for n in plain if "iterations:" in n or "min_time:" in n], plain)
         self.assertTrue(all(n.startswith("BM_") for n in plain), plain)
+
+    def test_no_reference_measures_the_kernel_alone(self):
+        import json
+        with tempfile.TemporaryDirectory() as d:
+            r = run([os.path.join(BIN, "clbo"), "bench", "kernels", "--cpu", "-o", d,
+                     "--no_reference", "--benchmark_filter=^BM_ef_sumsq/1048576/",
+                     "--benchmark_min_time=0.01"])
+            self.assertNotIn("streaming reference", r.stderr)
+            with open(os.path.join(d, "kernels-cpu.json")) as f:
+                out = json.load(f)
+        self.assertEqual(out["context"]["copy_reference"], "none (--no_reference)")
+        rows = out["benchmarks"]
+        self.assertEqual([b["name"] for b in rows], ["BM_ef_sumsq/1048576/real_time"])
+        self.assertEqual(rows[0]["buffer_sets"], 1)
+        self.assertGreater(rows[0]["items_per_second"], 0)
+        self.assertNotIn("frac_of_copy_bw", rows[0])
 
     def test_one_out_file_and_a_folder_conflict(self):
         r = run([os.path.join(BIN, "clbo"), "bench", "kernels", "--cpu", "-o", "/tmp",
