@@ -9,6 +9,7 @@
 // right before its steps), then the simulations. A failure or a signal at any point leaves no
 // results file, and the emulation removes its namespaces, bridges and processes itself.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,12 +22,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "child_process.hpp"
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
 #include "clbo/core/results.hpp"
 #include "clbo/validate/compare.hpp"
+#include "clbo/validate/kernel_contention.hpp"
 #include "clbo/validate/model.hpp"
 #include "clbo/validate/plan.hpp"
 #include "clbo/validate/spec.hpp"
@@ -51,12 +54,15 @@ constexpr const char* kKernelFilter =
     "--benchmark_filter=BM_(compress_fused|unpack_scale|server_step|compact|random_mask)/";
 
 volatile std::sig_atomic_t g_signal = 0;
-volatile pid_t g_child = 0;
+// The running children (several only while the streaming contention is measured).
+constexpr size_t kMaxChildren = 256;
+volatile pid_t g_children[kMaxChildren] = {};
 
-// Signals reach the running child's process group (it cleans up and exits), then us.
+// Signals reach the running children's process groups (they clean up and exit), then us.
 void on_signal(int sig) {
   g_signal = sig;
-  if (g_child > 0) ::kill(-g_child, SIGTERM);
+  for (size_t i = 0; i < kMaxChildren; ++i)
+    if (g_children[i] > 0) ::kill(-g_children[i], SIGTERM);
 }
 
 fs::path find_emu() {
@@ -67,16 +73,33 @@ fs::path find_emu() {
                              std::string(CLBO_SOURCE_DIR) + "/emu; run from the repository");
 }
 
+// Runs every argv at once, each in its own process group with its own log, and waits for all
+// of them; returns the first nonzero exit code, else 0, and sets *failed to that child's index.
+int run_together(const std::vector<std::vector<std::string>>& argvs,
+                 const std::vector<std::string>& logs, size_t* failed = nullptr) {
+  if (argvs.size() > kMaxChildren)
+    throw clbo::Error(fmt::format("{} processes at once: at most {}", argvs.size(), kMaxChildren));
+  std::cout.flush();
+  for (size_t i = 0; i < argvs.size(); ++i) {
+    g_children[i] = clbo::cli::start_child("", argvs[i], "", logs[i].empty() ? "-" : logs[i]);
+    if (g_signal) ::kill(-g_children[i], SIGTERM);
+  }
+  int first = 0;
+  for (size_t i = 0; i < argvs.size(); ++i) {
+    const int code = clbo::cli::wait_exit_code(g_children[i]);
+    g_children[i] = 0;
+    if (first == 0 && code != 0) {
+      first = code;
+      if (failed) *failed = i;
+    }
+  }
+  return first;
+}
+
 // Runs argv to the end in its own process group, its output going to `log` ("" = our
 // stderr, for the emulation's progress lines); returns its exit code.
 int run(const std::vector<std::string>& argv, const std::string& log) {
-  std::cout.flush();
-  const pid_t pid = clbo::cli::start_child("", argv, "", log.empty() ? "-" : log);
-  g_child = pid;
-  if (g_signal) ::kill(-pid, SIGTERM);
-  const int code = clbo::cli::wait_exit_code(pid);
-  g_child = 0;
-  return code;
+  return run_together({argv}, {log});
 }
 
 void stop_if_signalled() {
@@ -209,6 +232,50 @@ int run_validate(const Args& a) {
   must_succeed(run({self, "bench", "kernels", "--cpu", "-o", kdir.string(), kKernelFilter}, klog),
                "clbo bench kernels", klog);
 
+  // 1b. The streaming kernels' contention: p copies of one streaming kernel at once, for each
+  // rank count of the grid, beside one copy alone (kernel_contention.hpp).
+  const fs::path kfile = kdir / "kernels-cpu.json";
+  const std::string probe = streaming_probe_name(read_json(kfile), kfile.string());
+  auto copies_at_once = [&](int p) {
+    std::vector<std::vector<std::string>> argvs;
+    std::vector<std::string> logs;
+    std::vector<fs::path> dirs;
+    for (int i = 0; i < p; ++i) {
+      dirs.push_back(kdir / fmt::format("contention-p{}-{}", p, i));
+      logs.push_back(dirs.back().string() + ".log");
+      argvs.push_back({self, "bench", "kernels", "--cpu", "-o", dirs.back().string(),
+                       "--no_reference", "--benchmark_filter=" + streaming_probe_filter(probe),
+                       fmt::format("--benchmark_min_time={}", kContentionMinTime_s)});
+    }
+    size_t failed = 0;
+    const int rc = run_together(argvs, logs, &failed);
+    must_succeed(rc, fmt::format("copy {} of {} of {} at once", failed, p, probe), logs[failed]);
+    std::vector<nlohmann::json> out;
+    for (const fs::path& d : dirs) out.push_back(read_json(d / "kernels-cpu.json"));
+    return out;
+  };
+  // Rank counts whose copies would not fit in memory are left out: their clusters' kernels
+  // then slow by the compute contention (their streaming_contention says so).
+  const double copy_bytes = streaming_probe_bytes(read_json(kfile), probe, kfile.string());
+  const double memory = available_memory();
+  std::vector<int> counts;
+  for (int p : contention_rank_counts(spec)) {
+    if (memory > 0 && p * copy_bytes > 0.8 * memory)
+      say(
+          fmt::format("streaming contention not measured for {} ranks: {} copies need {:.1f} GB, "
+                      "{:.1f} GB are available",
+                      p, p, p * copy_bytes / 1e9, memory / 1e9));
+    else
+      counts.push_back(p);
+  }
+  say(fmt::format("measuring the streaming kernels' contention ({} alone, then {} copies at once)",
+                  probe, fmt::join(counts, ", ")));
+  const nlohmann::json alone = copies_at_once(1).front();
+  std::map<int, std::vector<nlohmann::json>> at_once;
+  for (int p : counts) at_once[p] = copies_at_once(p);
+  const fs::path cfile = kdir / "streaming-contention.json";
+  write_json(cfile, streaming_contention_record(probe, alone, at_once, cfile.string()));
+
   // 2. The emulation: every cluster's probes and MPI jobs. Grids with steps calibrate each
   // cluster's compute right before its steps: its p ranks at once and one rank alone, on its
   // host 0 (docs/validation.md, "CPU contention").
@@ -246,6 +313,11 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
   const Tools tools{clbo::cli::self_executable(), dir.string()};
   const fs::path kfile = dir / "kernels" / "kernels-cpu.json";
   const nlohmann::json kbench = read_json(kfile);
+  // The streaming kernels' contention by rank count (a folder kept before it was measured has
+  // none: those kernels then slow by the compute contention, as the model did then).
+  const fs::path cfile = dir / "kernels" / "streaming-contention.json";
+  const nlohmann::json streaming_record =
+      fs::exists(cfile) ? read_json(cfile) : nlohmann::json(nullptr);
   // A folder kept before each cluster had its own calibration holds one, run on the local
   // backend before the emulation: every cluster's steps use it.
   const fs::path shared_cal = dir / "calibration.json";
@@ -329,8 +401,13 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                             : contention;
     const double calibration_factor =
         calibration ? contention / cpu_contention(calibration->ranks, cpus) : 1.0;
+    const double measured_streaming =
+        streaming_record.is_null()
+            ? 0
+            : streaming_contention(streaming_record, c.ranks(), cfile.string());
+    const double streaming = measured_streaming > 0 ? measured_streaming : compute_contention;
     const clbo::sim::KernelModel km =
-        kernel_model(kbench, kfile.string(), compute_contention, c.ranks());
+        kernel_model(kbench, kfile.string(), compute_contention, streaming, c.ranks());
     // MPI's software latency: measured on all the cluster's ranks at once, else (a folder kept
     // before, a two-rank ping-pong) stretched by p/C.
     const nlohmann::json preset =
@@ -361,6 +438,13 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                           ? "measured: the calibration's gradient on the cluster's ranks at "
                             "once over one rank's alone"
                           : "modelled: cpu_contention (p/C)"}}},
+         {"streaming_contention",
+          {{"factor", streaming},
+           {"source", measured_streaming > 0
+                          ? "measured: " + streaming_record["benchmark"].get<std::string>() +
+                                ", the median of p copies at once over one copy alone "
+                                "(kernels/streaming-contention.json of the work folder)"
+                          : "the compute contention (not measured for this rank count)"}}},
          {"all_pairs_efficiency", all_pairs},
          {"kernel_model", km.to_json()},
          {"calibration", own_calibration ? own_calibration->to_json() : nlohmann::json(nullptr)},
@@ -377,7 +461,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
        {{"cpus", cpus},
         {"load_average_start", load_start},
         {"load_average_end", loadavg()},
-        {"note", "the emulated hosts share these CPUs; see each cluster's load averages"}}},
+        {"note", "the emulated hosts share these CPUs; see each cluster's load averages"},
+        {"streaming_contention", streaming_record}}},
       {"inputs",
        {{"kernel_bench", kbench},
         {"calibration", shared_calibration

@@ -9,6 +9,7 @@
 #include "clbo/schedule/config.hpp"
 #include "clbo/sim/projection.hpp"
 #include "clbo/validate/compare.hpp"
+#include "clbo/validate/kernel_contention.hpp"
 #include "clbo/validate/model.hpp"
 #include "clbo/validate/plan.hpp"
 #include "clbo/validate/spec.hpp"
@@ -329,9 +330,10 @@ TEST(ValidateModel, AllPairsEfficiencyIsTheSimulatedFluidTimeOverTheMeasured) {
                    1.0);
 }
 
-// The kernel rates are one rank's alone, slowed by the contention: every rate, the server
-// step's by-p and in-cache ones included; all the ranks share the machine's cache.
-TEST(ValidateModel, KernelRatesAllSlowByTheContentionAndEveryRankSharesTheCache) {
+// The kernel rates are one rank's alone: those from memory slowed by the streaming
+// contention, the in-cache ones by the compute contention; the server step's by-p rates are
+// among them; all the ranks share the machine's cache.
+TEST(ValidateModel, KernelRatesSlowByTheirContentionAndEveryRankSharesTheCache) {
   auto r = [](const std::string& name, double eps, bool cached) {
     nlohmann::json j = {{"name", name}, {"run_type", "iteration"}, {"items_per_second", eps}};
     if (cached) {
@@ -344,17 +346,84 @@ TEST(ValidateModel, KernelRatesAllSlowByTheContentionAndEveryRankSharesTheCache)
       {"context", {{"llc_bytes_sysfs", "33554432"}, {"copy_bytes_per_second", "2e10"}}},
       {"benchmarks",
        {r("BM_compress_fused/1048576/real_time", 2e9, true),
-        r("BM_compress_fused/67108864/real_time", 5e8, false),
+        r("BM_compress_fused/67108864/real_time", 6e8, false),
         r("BM_server_step/c:1048576/p:4/real_time", 8e8, true),
-        r("BM_server_step/c:67108864/p:4/real_time", 6e8, false)}}};
-  const sim::KernelModel k = kernel_model(bench, "k.json", 2.0, 4);
-  EXPECT_DOUBLE_EQ(k.compress_eps, 2.5e8);
-  EXPECT_DOUBLE_EQ(k.compress_cached.eps, 1e9);
-  EXPECT_DOUBLE_EQ(k.server_eps_by_p.at(4), 3e8) << "the by-p rates are the ones server_s uses";
+        r("BM_server_step/c:67108864/p:4/real_time", 6e8, false),
+        r("BM_random_mask/67108864/real_time", 1e9, false)}}};
+  const sim::KernelModel k = kernel_model(bench, "k.json", 2.0, 3.0, 4);
+  EXPECT_DOUBLE_EQ(k.compress_eps, 2e8) << "from memory: the streaming contention";
+  EXPECT_DOUBLE_EQ(k.compress_cached.eps, 1e9) << "in cache: the compute contention";
+  EXPECT_DOUBLE_EQ(k.server_eps_by_p.at(4), 2e8) << "the by-p rates are the ones server_s uses";
   EXPECT_DOUBLE_EQ(k.server_cached_by_p.at(4).eps, 4e8);
+  EXPECT_DOUBLE_EQ(k.mask_eps, 5e8) << "the mask draw computes: the compute contention";
+  EXPECT_DOUBLE_EQ(k.hbm_Bps, 2e10 / 3.0);
   EXPECT_EQ(k.llc_sharers, 4);
-  EXPECT_DOUBLE_EQ(k.server_s(size_t{4} << 20, 4), (1 << 20) / 3e8);
+  EXPECT_DOUBLE_EQ(k.server_s(size_t{4} << 20, 4), (1 << 20) / 2e8);
   EXPECT_DOUBLE_EQ(k.server_s(size_t{4} << 20, 4, 1e6), (1 << 20) / 4e8) << "4 x 1 MB fit";
+}
+
+// One `clbo bench kernels` result with the probe at `eps` (and an in-cache row of the same
+// kernel, which the probe must not pick).
+nlohmann::json probe_bench(double eps) {
+  return {{"benchmarks",
+           {{{"name", "BM_compress_fused/1048576/real_time"},
+             {"run_type", "iteration"},
+             {"in_cache", 1.0},
+             {"items_per_second", 9e9}},
+            {{"name", "BM_compress_fused/67108864/real_time"},
+             {"run_type", "iteration"},
+             {"in_cache", 0.0},
+             {"working_set_bytes", 1.5e9},
+             {"buffer_sets", 3.0},
+             {"items_per_second", eps}}}}};
+}
+
+TEST(ValidateKernelContention, ProbeIsTheStreamingCompressAndItsFilterSelectsItAlone) {
+  const std::string name = streaming_probe_name(probe_bench(1e9), "k.json");
+  EXPECT_EQ(name, "BM_compress_fused/67108864/real_time");
+  EXPECT_EQ(streaming_probe_filter(name), "^BM_compress_fused/67108864/");
+  EXPECT_EQ(streaming_probe_bytes(probe_bench(1e9), name, "k.json"), 5e8) << "one buffer set";
+  EXPECT_EQ(streaming_probe_bytes(probe_bench(1e9), "BM_other", "k.json"), 0);
+  nlohmann::json cached_only = probe_bench(1e9);
+  cached_only["benchmarks"].erase(1);
+  try {
+    streaming_probe_name(cached_only, "k.json");
+    FAIL() << "a benchmark without a streaming compress must be an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("k.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("in_cache"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ValidateKernelContention, FactorIsAloneOverTheMedianCopyPerRankCount) {
+  const std::map<int, std::vector<nlohmann::json>> copies = {
+      {2, {probe_bench(800), probe_bench(700)}},
+      {4, {probe_bench(300), probe_bench(250), probe_bench(900), probe_bench(350)}}};
+  const nlohmann::json rec = streaming_contention_record("BM_compress_fused/67108864/real_time",
+                                                         probe_bench(1500), copies, "c.json");
+  EXPECT_DOUBLE_EQ(streaming_contention(rec, 2, "c.json"), 1500.0 / 750.0);
+  // The median of four: a copy that finished alone (900) moves it no further than its neighbour.
+  EXPECT_DOUBLE_EQ(streaming_contention(rec, 4, "c.json"), 1500.0 / 325.0);
+  EXPECT_EQ(streaming_contention(rec, 8, "c.json"), 0) << "not measured for 8";
+  EXPECT_THROW(streaming_contention(nlohmann::json::array(), 2, "c.json"), InputError);
+  nlohmann::json bad = rec;
+  bad["by_ranks"]["2"]["factor"] = -1;
+  EXPECT_THROW(streaming_contention(bad, 2, "c.json"), InputError);
+  EXPECT_THROW(streaming_contention_record("BM_missing", probe_bench(1), copies, "c.json"),
+               InputError)
+      << "a probe the results lack";
+}
+
+TEST(ValidateKernelContention, RankCountsAreTheGridsDistinctOnesAboveOne) {
+  ValidationSpec spec;
+  for (auto [h, r] :
+       {std::pair{2, 1}, std::pair{4, 2}, std::pair{8, 1}, std::pair{2, 2}, std::pair{1, 1}}) {
+    ClusterConfig c;
+    c.hosts = h;
+    c.ranks_per_host = r;
+    spec.clusters.push_back(c);
+  }
+  EXPECT_EQ(contention_rank_counts(spec), (std::vector<int>{2, 4, 8}));
 }
 
 TEST(ValidateSummary, MediansMaximaAndBoundsAreSeparate) {

@@ -221,6 +221,8 @@ void check_capacity(const ValidationSpec& s, int cpus, double mem) {
   }
 }
 
+}  // namespace
+
 double available_memory() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -230,8 +232,6 @@ double available_memory() {
     if (key == "MemAvailable:") return kb * 1024;
   return 0;
 }
-
-}  // namespace
 
 std::vector<uint64_t> Sizes::list() const {
   std::vector<uint64_t> v;

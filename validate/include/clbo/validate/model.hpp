@@ -7,9 +7,9 @@
 //              split into the TCP path (links) and MPI's own per-message cost (software
 //              latency), uplinks at their achieved rate;
 //   CPU        the hosts share this machine's CPUs: with p ranks on C cores every rank's
-//              compute (gradient, optimizer, compression kernels) runs p/C times slower
-//              than alone when all compute at once, which data-parallel ranks do
-//              (docs/validation.md, "CPU contention").
+//              compute (gradient, optimizer, compression kernels) runs slower than alone
+//              when all compute at once, which data-parallel ranks do, by at least p/C and
+//              as measured where the run measured it (docs/validation.md, "CPU contention").
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -70,11 +70,13 @@ int machine_cpus();
 double cpu_contention(int ranks, int cpus);
 
 // The compression kernels' rates from `clbo bench kernels --cpu` JSON measured in the same
-// run (one rank alone), slowed by the contention factor; the copy bandwidth of the same run
-// stands in for the roofline of any kernel the file lacks. The cache model is on, shared by
-// all `ranks` (the emulated hosts are one machine): a call whose ranks' buffers fit in the
-// cache runs at the in-cache rates (sim::KernelModel::kernel_s).
+// run (one rank alone). The rates from memory (and the copy bandwidth, which stands in for
+// the roofline of any kernel the file lacks) are slowed by `streaming_contention`, the ranks
+// sharing memory bandwidth and cores (kernel_contention.hpp); the in-cache rates and the
+// compute-bound mask draw by `contention`, the ranks sharing cores. The cache model is on,
+// shared by all `ranks` (the emulated hosts are one machine): a call whose ranks' buffers fit
+// in the cache runs at the in-cache rates (sim::KernelModel::kernel_s).
 sim::KernelModel kernel_model(const nlohmann::json& kernel_bench, const std::string& file,
-                              double contention, int ranks);
+                              double contention, double streaming_contention, int ranks);
 
 }  // namespace clbo::validate

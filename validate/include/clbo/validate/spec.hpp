@@ -83,10 +83,14 @@ struct ValidationSpec {
 
 const std::vector<std::string>& op_names();  // "allreduce:native", ...
 
+// The memory the kernel says is available now (MemAvailable), in bytes; 0 when unknown.
+double available_memory();
+
 // Parses and checks everything, including what this machine can host (cpus and memory
 // as given; the defaults read the machine).
 ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string& file, int cpus = 0,
                                      double mem_available_bytes = 0);
+
 ValidationSpec load_validation_spec(const std::string& path);
 
 // "experiments/validation/X.json" -> "results/validation/X.json".

@@ -1,0 +1,52 @@
+// The streaming kernels' contention: how much slower each of p copies of one streaming kernel
+// benchmark runs than one copy alone, when the p copies run at once on the machine the
+// emulated hosts share. A kernel streaming from memory shares the memory bandwidth as well as
+// the cores, so it slows by more than the gradient's compute contention: the fused compress
+// at 64M elements by 1.30x, 2.74x and about 7x at p = 2, 4 and 8, where the gradient slowed
+// by 1.1, 2.5 and 5.4 (docs/validation.md, "CPU contention").
+//
+// `clbo validate` measures it once per run, for each rank count of its grid, right after the
+// kernel benchmark alone, and keeps the record in the work folder
+// (kernels/streaming-contention.json) for resimulation.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "clbo/validate/spec.hpp"
+
+namespace clbo::validate {
+
+// How long each copy times the kernel (Google Benchmark's --benchmark_min_time, seconds): long
+// enough that the copies, started together, overlap for most of it.
+constexpr double kContentionMinTime_s = 1.0;
+
+// The benchmark the measurement repeats: the fused compress at its streaming size, the
+// BM_compress_fused row of the alone benchmark that did not run in cache. Throws naming the
+// file when there is none.
+std::string streaming_probe_name(const nlohmann::json& kernel_bench, const std::string& file);
+
+// The bytes one copy of that benchmark keeps live with one buffer set (bench_kernels_cpu
+// --no_reference): the alone run's working_set_bytes over its buffer_sets; 0 when the row has
+// none. p copies at once need p times as much: a rank count whose copies would need more than
+// 80% of the memory available (as the grid's own check allows) is not measured.
+double streaming_probe_bytes(const nlohmann::json& kernel_bench, const std::string& name,
+                             const std::string& file);
+
+// The Google Benchmark filter that runs that benchmark alone.
+std::string streaming_probe_filter(const std::string& name);
+
+// The distinct rank counts above 1 of the grid's clusters, ascending.
+std::vector<int> contention_rank_counts(const ValidationSpec& spec);
+
+// The record of one measurement: the probe's rate alone (one copy's `clbo bench kernels`
+// JSON) and, for each p, the p copies' rates, their median and the factor alone / median.
+nlohmann::json streaming_contention_record(const std::string& name, const nlohmann::json& alone,
+                                           const std::map<int, std::vector<nlohmann::json>>& copies,
+                                           const std::string& file);
+
+// The factor for p ranks in such a record; 0 when the record has none for p.
+double streaming_contention(const nlohmann::json& record, int ranks, const std::string& file);
+
+}  // namespace clbo::validate

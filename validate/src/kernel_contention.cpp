@@ -1,0 +1,120 @@
+#include "clbo/validate/kernel_contention.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "clbo/core/error.hpp"
+
+namespace clbo::validate {
+namespace {
+
+const nlohmann::json& benchmarks_of(const nlohmann::json& bench, const std::string& file) {
+  const nlohmann::json& raw = bench.contains("benchmark") ? bench["benchmark"] : bench;
+  if (!raw.is_object() || !raw.contains("benchmarks") || !raw["benchmarks"].is_array())
+    throw InputError(file, "benchmarks", raw.is_object() ? "missing" : raw.dump(),
+                     "expected the Google Benchmark JSON of clbo bench kernels");
+  return raw["benchmarks"];
+}
+
+// items_per_second of the iteration row named `name`.
+double rate_of(const nlohmann::json& bench, const std::string& name, const std::string& file) {
+  for (const auto& b : benchmarks_of(bench, file))
+    if (b.value("name", "") == name && b.value("run_type", "iteration") == "iteration" &&
+        b.contains("items_per_second") && b["items_per_second"].is_number() &&
+        b["items_per_second"].get<double>() > 0)
+      return b["items_per_second"].get<double>();
+  throw InputError(file, "benchmarks", name,
+                   "no iteration row of this name with a positive items_per_second");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::string streaming_probe_name(const nlohmann::json& kernel_bench, const std::string& file) {
+  for (const auto& b : benchmarks_of(kernel_bench, file)) {
+    const std::string name = b.value("name", "");
+    const bool cached =
+        b.contains("in_cache") && b["in_cache"].is_number() && b["in_cache"].get<double>() == 1.0;
+    if (name.rfind("BM_compress_fused/", 0) == 0 && !cached &&
+        b.value("run_type", "iteration") == "iteration")
+      return name;
+  }
+  throw InputError(file, "benchmarks", "BM_compress_fused",
+                   "no run out of cache (in_cache != 1) to measure the streaming contention with");
+}
+
+double streaming_probe_bytes(const nlohmann::json& kernel_bench, const std::string& name,
+                             const std::string& file) {
+  for (const auto& b : benchmarks_of(kernel_bench, file))
+    if (b.value("name", "") == name && b.contains("working_set_bytes") &&
+        b["working_set_bytes"].is_number()) {
+      // The alone run rotated buffer_sets copies of the buffers; the probe runs one.
+      const double sets = b.contains("buffer_sets") && b["buffer_sets"].is_number() &&
+                                  b["buffer_sets"].get<double>() >= 1
+                              ? b["buffer_sets"].get<double>()
+                              : 1.0;
+      return b["working_set_bytes"].get<double>() / sets;
+    }
+  return 0;
+}
+
+std::string streaming_probe_filter(const std::string& name) {
+  // "BM_compress_fused/67108864/real_time" -> "^BM_compress_fused/67108864/": the family and
+  // its size, whatever suffixes Google Benchmark appends.
+  const size_t first = name.find('/');
+  const size_t second = first == std::string::npos ? first : name.find('/', first + 1);
+  return "^" + (second == std::string::npos ? name + "$" : name.substr(0, second + 1));
+}
+
+std::vector<int> contention_rank_counts(const ValidationSpec& spec) {
+  std::set<int> counts;
+  for (const ClusterConfig& c : spec.clusters)
+    if (c.ranks() > 1) counts.insert(c.ranks());
+  return {counts.begin(), counts.end()};
+}
+
+nlohmann::json streaming_contention_record(const std::string& name, const nlohmann::json& alone,
+                                           const std::map<int, std::vector<nlohmann::json>>& copies,
+                                           const std::string& file) {
+  const double alone_eps = rate_of(alone, name, file);
+  nlohmann::json by_ranks = nlohmann::json::object();
+  for (const auto& [p, runs] : copies) {
+    if (runs.size() != static_cast<size_t>(p))
+      throw Error(fmt::format("{}: {} copies recorded for p = {}", file, runs.size(), p));
+    std::vector<double> eps;
+    for (const auto& r : runs) eps.push_back(rate_of(r, name, file));
+    const double mid = median(eps);
+    by_ranks[std::to_string(p)] = {
+        {"copies_eps", eps}, {"median_eps", mid}, {"factor", alone_eps / mid}};
+  }
+  return {{"benchmark", name},
+          {"min_time_s", kContentionMinTime_s},
+          {"alone_eps", alone_eps},
+          {"by_ranks", by_ranks},
+          {"definition",
+           "factor = alone_eps / median_eps: how much slower the median of p copies run at once "
+           "is than one copy alone"}};
+}
+
+double streaming_contention(const nlohmann::json& record, int ranks, const std::string& file) {
+  if (!record.is_object() || !record.contains("by_ranks") || !record["by_ranks"].is_object())
+    throw InputError(file, "by_ranks", record.is_object() ? "missing" : record.dump(),
+                     "expected the streaming contention record of clbo validate");
+  const std::string key = std::to_string(ranks);
+  if (!record["by_ranks"].contains(key)) return 0;
+  const nlohmann::json& f = record["by_ranks"][key];
+  if (!f.contains("factor") || !f["factor"].is_number() || !(f["factor"].get<double>() > 0))
+    throw InputError(file, "by_ranks." + key + ".factor",
+                     f.contains("factor") ? f["factor"].dump() : "missing",
+                     "expected a positive number");
+  return f["factor"].get<double>();
+}
+
+}  // namespace clbo::validate
