@@ -134,6 +134,21 @@ def test_quick(clbo, src):
         if (not c["compute_contention"]["source"].startswith("measured")
                 or abs(factor - cal["gradient_s"] / alone["gradient_s"]) > 1e-9 * factor):
             fail("cluster %s: compute contention %s" % (c["id"], c["compute_contention"]))
+    # The streaming kernels' contention is measured in the run for each rank count (2 and 4
+    # here), and each cluster's kernels from memory slow by its own count's factor.
+    sc = doc["machine"].get("streaming_contention") or {}
+    by_ranks = sc.get("by_ranks", {})
+    if sorted(by_ranks) != ["2", "4"] or not sc.get("alone_eps", 0) > 0:
+        fail("machine.streaming_contention: %s" % sc)
+    for p, m in by_ranks.items():
+        if len(m["copies_eps"]) != int(p) or abs(
+                m["factor"] - sc["alone_eps"] / m["median_eps"]) > 1e-9 * m["factor"]:
+            fail("streaming contention for %s ranks: %s" % (p, m))
+    for c in doc["clusters"]:
+        want = by_ranks[str(c["config"]["hosts"])]["factor"]
+        got = c["streaming_contention"]
+        if not got["source"].startswith("measured") or got["factor"] != want:
+            fail("cluster %s: streaming contention %s, want %s" % (c["id"], got, want))
     if doc["inputs"]["calibration"] != "per cluster: clusters[].calibration":
         fail("inputs.calibration: %s" % doc["inputs"]["calibration"])
     for c in doc["cases"]:
