@@ -122,12 +122,15 @@ cuda_tests() {
 
 kernel_bench() {
   # Google Benchmark's JSON with clbo's metadata in its context (clbo.bench.kernels/2).
+  # A file left from an earlier run (results/gpu/ is committed) must not pass for this one's.
+  rm -f "$DEST/kernels-cuda.json"
   "$BUILD/bin/clbo" bench kernels --cuda -o "$DEST" --benchmark_counters_tabular=true || return
   # clbo exits 0 when the benchmark skips (no device): a stage without results has failed.
   test -s "$DEST/kernels-cuda.json" || { echo "no kernels-cuda.json written"; return 1; }
 }
 
 nccl_bench() {
+  rm -f "$DEST/collectives-nccl-p1.json"
   "$BUILD/bin/clbo_bench_collectives" --backend nccl -g 1 --collective compressed,allreduce,sparse \
     -b 8 -e 256M -f 4 -n 20 -w 5 -c 1 -J "$DEST/collectives-nccl-p1.json"
 }

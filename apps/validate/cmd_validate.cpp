@@ -81,7 +81,17 @@ int run_together(const std::vector<std::vector<std::string>>& argvs,
     throw clbo::Error(fmt::format("{} processes at once: at most {}", argvs.size(), kMaxChildren));
   std::cout.flush();
   for (size_t i = 0; i < argvs.size(); ++i) {
-    g_children[i] = clbo::cli::start_child("", argvs[i], "", logs[i].empty() ? "-" : logs[i]);
+    try {
+      g_children[i] = clbo::cli::start_child("", argvs[i], "", logs[i].empty() ? "-" : logs[i]);
+    } catch (...) {
+      // Stop and reap the ones already started before the work folder goes away.
+      for (size_t j = 0; j < i; ++j) {
+        ::kill(-g_children[j], SIGTERM);
+        clbo::cli::wait_exit_code(g_children[j]);
+        g_children[j] = 0;
+      }
+      throw;
+    }
     if (g_signal) ::kill(-g_children[i], SIGTERM);
   }
   int first = 0;
@@ -441,7 +451,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
          {"streaming_contention",
           {{"factor", streaming},
            {"source", measured_streaming > 0
-                          ? "measured: " + streaming_record["benchmark"].get<std::string>() +
+                          ? "measured: " + streaming_record.value("benchmark", "?") +
                                 ", the median of p copies at once over one copy alone "
                                 "(kernels/streaming-contention.json of the work folder)"
                           : "the compute contention (not measured for this rank count)"}}},

@@ -110,9 +110,10 @@ TEST(CudaOnebit, UnpackScaleBitIdenticalAlignedAndNot) {
 TEST(CudaOnebit, UnpackChunksUsesEachChunksScale) {
   CLBO_REQUIRE_CUDA_DEVICE();
   const int p = 3;
-  // 1000: chunks shorter than the kernel's 1024-element tile (a division per quad); 1032 and
-  // 4104: longer ones, whose boundaries fall inside a tile (one division per tile).
-  for (size_t c : {size_t{1000}, size_t{1032}, size_t{4104}}) {
+  // 1000: chunks shorter than the kernel's 1024-element tile (a division per quad); 1024:
+  // exactly a tile; 1032 and 4104: longer ones, whose boundaries fall inside a tile (one
+  // division per tile). Each also with the output misaligned for float4 stores.
+  for (size_t c : {size_t{1000}, size_t{1024}, size_t{1032}, size_t{4104}}) {
     const size_t n = 2 * c + 517;  // the last chunk is truncated, as in §2 step 5
     const auto packed = random_bytes(p * c / 8, 7 + c);
     const std::vector<float> scales = {0.5f, 1.25f, 3.0f};
@@ -123,10 +124,14 @@ TEST(CudaOnebit, UnpackChunksUsesEachChunksScale) {
     }
     auto dp = to_device(packed);
     auto ds = to_device(scales);
-    auto dout = poisoned<float>(n);
-    unpack_scale_chunks(dp.data(), n, c, ds.data(), dout.data());
-    sync();
-    EXPECT_TRUE(bitwise_equal(dout.download(), want)) << "chunk " << c;
+    for (size_t offset : {size_t{0}, size_t{1}}) {
+      auto dout = poisoned<float>(n + offset);
+      unpack_scale_chunks(dp.data(), n, c, ds.data(), dout.data() + offset);
+      sync();
+      auto got = dout.download();
+      got.erase(got.begin(), got.begin() + static_cast<long>(offset));
+      EXPECT_TRUE(bitwise_equal(got, want)) << "chunk " << c << " offset " << offset;
+    }
   }
 }
 

@@ -384,6 +384,10 @@ TEST(ValidateKernelContention, ProbeIsTheStreamingCompressAndItsFilterSelectsItA
   EXPECT_EQ(streaming_probe_filter(name), "^BM_compress_fused/67108864/");
   EXPECT_EQ(streaming_probe_bytes(probe_bench(1e9), name, "k.json"), 5e8) << "one buffer set";
   EXPECT_EQ(streaming_probe_bytes(probe_bench(1e9), "BM_other", "k.json"), 0);
+  // A small cache leaves the 1M-element run out of cache too: the largest size is the probe.
+  nlohmann::json small_cache = probe_bench(1e9);
+  small_cache["benchmarks"][0]["in_cache"] = 0.0;
+  EXPECT_EQ(streaming_probe_name(small_cache, "k.json"), name);
   nlohmann::json cached_only = probe_bench(1e9);
   cached_only["benchmarks"].erase(1);
   try {

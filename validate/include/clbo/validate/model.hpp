@@ -8,8 +8,8 @@
 //              latency), uplinks at their achieved rate;
 //   CPU        the hosts share this machine's CPUs: with p ranks on C cores every rank's
 //              compute (gradient, optimizer, compression kernels) runs slower than alone
-//              when all compute at once, which data-parallel ranks do, by at least p/C and
-//              as measured where the run measured it (docs/validation.md, "CPU contention").
+//              when all compute at once, which data-parallel ranks do: by the factor the run
+//              measured, else by p/C (docs/validation.md, "CPU contention").
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

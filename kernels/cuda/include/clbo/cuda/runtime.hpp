@@ -29,11 +29,12 @@ void check(cudaError_t status, const char* what);
 void check_launch(const char* kernel);
 
 // An owning, move-only device allocation of n elements of T. Contents start undefined.
-// upload, download and fill_bytes are complete when they return, for every stream: they run
-// on the legacy default stream and wait for it, because the NCCL communicator's stream is
-// non-blocking and so is not ordered after legacy-stream work. (cudaMemset is asynchronous,
-// and a cudaMemcpy from pageable memory may return before its DMA lands: a p = 1
-// ncclAllReduce on an H200 read such a half-landed upload, results/gpu/README.md.)
+// upload and fill_bytes are complete when they return, for every stream: they run on the
+// legacy default stream and wait for it, because the NCCL communicator's stream is
+// non-blocking and so is not ordered after legacy-stream work. download is synchronous too,
+// but is not ordered after work on a non-blocking stream: synchronize that stream first.
+// (cudaMemset is asynchronous, and a cudaMemcpy from pageable memory may return before its DMA
+// lands: a p = 1 ncclAllReduce on an H200 read such a half-landed upload, results/gpu/README.md.)
 template <class T>
 class DeviceBuffer {
  public:
