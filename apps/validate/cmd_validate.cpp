@@ -245,7 +245,8 @@ int run_validate(const Args& a) {
   // 1b. The streaming kernels' contention: p copies of one streaming kernel at once, for each
   // rank count of the grid, beside one copy alone (kernel_contention.hpp).
   const fs::path kfile = kdir / "kernels-cpu.json";
-  const std::string probe = streaming_probe_name(read_json(kfile), kfile.string());
+  const nlohmann::json kbench = read_json(kfile);
+  const std::string probe = streaming_probe_name(kbench, kfile.string());
   auto copies_at_once = [&](int p) {
     std::vector<std::vector<std::string>> argvs;
     std::vector<std::string> logs;
@@ -266,7 +267,7 @@ int run_validate(const Args& a) {
   };
   // Rank counts whose copies would not fit in memory are left out: their clusters' kernels
   // then slow by the compute contention (their streaming_contention says so).
-  const double copy_bytes = streaming_probe_bytes(read_json(kfile), probe, kfile.string());
+  const double copy_bytes = streaming_probe_bytes(kbench, probe, kfile.string());
   const double memory = available_memory();
   std::vector<int> counts;
   for (int p : contention_rank_counts(spec)) {

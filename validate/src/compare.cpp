@@ -18,6 +18,15 @@
 
 namespace clbo::validate {
 
+// A calibration has a few steps per kind, and one step the OS preempted (seen: a 0/1 Adam sync
+// step of 37 ms beside 7 and 9 ms) would carry a mean with it: hence medians.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
 namespace {
 
 // clbo bench collectives' sparse op keeps the elements of random_mask(seed 0, step 1,
@@ -92,16 +101,6 @@ double compute_of(const sim::Program& prog) {
   double t = 0;
   for (const auto& s : prog.segments) t += s.compute_s;
   return t;
-}
-
-// 0 for no values. The summaries' statistic, the calibration's and the measured steps': a
-// calibration has a few steps per kind, and one step the OS preempted (seen: a 0/1 Adam sync step
-// of 37 ms beside 7 and 9 ms) would carry a mean with it.
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 // The steps of one kind that its medians read: all but its first occurrence (TCP connections

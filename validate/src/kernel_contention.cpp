@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <set>
 
 #include "clbo/core/error.hpp"
+#include "clbo/validate/compare.hpp"
 
 namespace clbo::validate {
 namespace {
@@ -28,12 +28,6 @@ double rate_of(const nlohmann::json& bench, const std::string& name, const std::
       return b["items_per_second"].get<double>();
   throw InputError(file, "benchmarks", name,
                    "no iteration row of this name with a positive items_per_second");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace

@@ -26,6 +26,10 @@ inline constexpr double kLatencyBoundShare = 0.2;
 // contention model, not the network's, sets the time.
 inline constexpr double kComputeBoundShare = 0.5;
 
+// The median of v, 0 for no values: the statistic of the summaries, the calibrations, the
+// measured steps and the streaming contention (kernel_contention.hpp).
+double median(std::vector<double> v);
+
 // Everything measured on one cluster, as read back from the run.
 struct ClusterMeasurements {
   const ClusterConfig* config = nullptr;
