@@ -72,18 +72,6 @@ TEST(MpiHost, BinomialRoundsAreLibnbcs) {
   EXPECT_EQ(edges(r6[3]), (std::set<Edge>{{0, 1, n}, {0, 2, n}, {0, 4, n}}));
   EXPECT_EQ(edges(r6[4]), (std::set<Edge>{{1, 3, n}, {1, 5, n}}));
   EXPECT_TRUE(binomial_allreduce_rounds(1, n).empty());
-  // In posting order (a message within TCP's first fragment): the root's copies leave one
-  // after another (to 1, then 2, then 4) and every child forwards as soon as it has its own,
-  // the doubling broadcast: the same edges, in rounds by ⌊log₂w⌋.
-  const auto f8 = binomial_allreduce_rounds(8, n, true);
-  ASSERT_EQ(f8.size(), 6u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(edges(f8[i]), edges(r8[i])) << i;
-  EXPECT_EQ(edges(f8[3]), (std::set<Edge>{{0, 1, n}}));
-  EXPECT_EQ(edges(f8[4]), (std::set<Edge>{{0, 2, n}, {1, 3, n}}));
-  EXPECT_EQ(edges(f8[5]), (std::set<Edge>{{0, 4, n}, {1, 5, n}, {2, 6, n}, {3, 7, n}}));
-  const auto f6 = binomial_allreduce_rounds(6, n, true);
-  ASSERT_EQ(f6.size(), 6u);
-  EXPECT_EQ(edges(f6[5]), (std::set<Edge>{{0, 4, n}, {1, 5, n}}));
   // Every rank but the root sends its partial once and receives the result once.
   for (int p : {2, 3, 5, 7, 8}) {
     std::vector<int> received(static_cast<size_t>(p), 0), reduced(static_cast<size_t>(p), 0);
@@ -166,13 +154,12 @@ TEST(MpiHost, SimulatedTimesFollowTheRoundsBottlenecks) {
   // two messages), then S: 9 S / B.
   EXPECT_NEAR(test::rel(r4[0].time_s, 5 * S / B), 0, 0.02);
   EXPECT_NEAR(test::rel(r8[0].time_s, 9 * S / B), 0, 0.02);
-  // A 64 KiB message fits TCP's first fragment: the root's copies leave in posting order and
-  // each child forwards at once, so p = 8 broadcasts in 3 S (the doubling broadcast): 6 S / B
-  // in all; one float more and it is the shared link's 9 S / B again.
-  for (const size_t m : {size_t{1} << 14, (size_t{1} << 14) + 1}) {
+  // Small messages share the root's link too (warm sockets interleave the fan-out): 64 KiB
+  // on 8 ranks is the same 9 S / B, not the doubling broadcast's 6 S / B.
+  for (const size_t m : {size_t{1} << 10, size_t{1} << 14}) {
     const auto small = simulate_programs(
         c, 8, {calls_program({{CollKind::kAllreduce, m, DType::kF32, "g"}}, c, 8, kernels(), o)});
-    EXPECT_NEAR(test::rel(small[0].time_s, (m == 1 << 14 ? 6 : 9) * 4.0 * m / B), 0, 0.02) << m;
+    EXPECT_NEAR(test::rel(small[0].time_s, 9 * 4.0 * m / B), 0, 0.02) << m;
   }
   // The linear allgather of 8 MiB blocks: every link carries 7 blocks each way at once.
   ExpandOptions lin = host();

@@ -6,7 +6,8 @@
 //   MPI_Iallreduce   binomial whenever the call is in place (mpi_allreduce_sum always is):
 //                    reduce up a binomial tree to rank 0, then a binomial broadcast, the
 //                    whole buffer in every message (a rank posts its sends to all its
-//                    children at once; see kFirstSocketWriteBytes for their order);
+//                    children at once, and they share its link at every size: the fan-out
+//                    note below);
 //   MPI_Iallgather   linear: every rank posts its block to every other rank at once;
 //   MPI_Ialltoall    linear (not in place): every pair at once;
 //   MPI_Igather      linear: every rank sends to the root at once.
@@ -39,19 +40,15 @@ double mpi_hop_s(const ClusterSpec& c, const ExpandOptions& o) {
   return c.software_latency_s >= 0 ? c.software_latency_s : o.mpi_latency_s;
 }
 
-// OpenMPI's TCP BTL writes a message to its socket when the send is posted, as much as the
-// non-blocking socket accepts; the rest is progressed later on all of a rank's sockets
-// together. clbo validate launches with every message up to 8 MiB eager (emu/clbo_emu/mpi.py:
-// no rendezvous to wait for), so what leaves at the post is bounded by the socket's send
-// buffer: 87380 bytes at first on this kernel (net.ipv4.tcp_wmem, the same in the emulated
-// hosts' namespaces). So the children of a broadcast fan-out whose message fits get their
-// copies one after another in posting order, and each forwards as soon as it has it; larger
-// messages share the sender's link. The bound used is 64 KiB, the largest size measured in
-// order (the grid has nothing between 64 KiB and 1 MiB, so it does not tell 64 KiB from the
-// buffer's 85 KiB). Emulated 4-8 host clusters measured the 64 KiB binomial allreduce 22-29%
-// below the shared-link model and the 16 MiB one within 5% of it; 1 MiB on 8 hosts falls
-// between the two models (docs/validation.md).
-constexpr uint64_t kFirstSocketWriteBytes = 65536;
+// libnbc's broadcast fan-out shares the sender's link at every size. OpenMPI's TCP BTL writes
+// each child's message to its own socket when the send is posted, so on cold sockets (a send
+// buffer of 87380 bytes at first) a message that fits leaves before the next one starts: the
+// doubling broadcast. The benchmark times warm calls, though: by then TCP's autotuning has
+// grown the send buffers, every child's bytes are in the kernel at once, and the flows
+// interleave through the link's one htb class (clbo-tree-probe's fan-out on 8 emulated hosts
+// at 200 Mbit/s, docs/validation.md "Trees on TCP, measured": the posting order in the first
+// iterations, interleaved after). The doubling order, modelled for 64 KiB until 2026-12-04,
+// was 20-30% fast on 8 hosts in three full-grid runs.
 
 // All-pair rounds carry their bytes at the measured efficiency of concurrent TCP flows
 // (ExpandOptions::mpi_all_pairs_efficiency), as extra wire bytes.
@@ -105,7 +102,7 @@ std::vector<Segment> dense_allreduce(const CommCall& call, int idx, const Cluste
     case Algo::kBinomial:
       return {mpi_segment(fmt::format("allreduce {} {} (MPI_Iallreduce: libnbc binomial)",
                                       call.what, to_string(call.dtype)),
-                          idx, binomial_allreduce_rounds(p, bytes, bytes <= kFirstSocketWriteBytes),
+                          idx, binomial_allreduce_rounds(p, bytes),
                           c, o, false)};
     case Algo::kAuto:
     case Algo::kRing:

@@ -49,7 +49,7 @@ std::vector<Round> alltoall_rounds(int p, uint64_t bytes_per_pair) {
   return rounds_from_plan(plan);
 }
 
-std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes, bool in_posting_order) {
+std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes) {
   std::vector<Round> rounds;
   if (p <= 1 || bytes == 0) return rounds;
   int levels = 0;
@@ -63,7 +63,7 @@ std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes, bool in_post
   std::vector<Round> bcast(static_cast<size_t>(levels));
   for (int w = 1; w < p; ++w) {
     const int top = std::bit_width(static_cast<unsigned>(w)) - 1;  // ⌊log₂w⌋
-    const int round = in_posting_order ? top : std::popcount(static_cast<unsigned>(w)) - 1;
+    const int round = std::popcount(static_cast<unsigned>(w)) - 1;
     bcast[static_cast<size_t>(round)].push_back(Xfer{w - (1 << top), w, bytes, 1});
   }
   for (Round& r : bcast)

@@ -25,11 +25,10 @@ std::vector<Round> alltoall_rounds(int p, uint64_t bytes_per_pair);
 // libnbc's in-place MPI_Iallreduce of `bytes` on p ranks (OpenMPI 4.1.4, root 0): reduce
 // rounds r = 1..⌈log₂p⌉ (rank v + 2^(r−1) sends its partial to v when v is a multiple of
 // 2^r), then the broadcast: rank w receives from w − 2^⌊log₂w⌋. libnbc posts a rank's sends
-// to all its children at once, in the order 2^0, 2^1, ... By default they share the
-// sender's link: w receives in broadcast round popcount(w) − 1. `in_posting_order`: they
-// leave one after another in that order (each child starts forwarding as soon as it has
-// its copy), so w receives in round ⌊log₂w⌋, the doubling broadcast.
-std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes, bool in_posting_order = false);
+// to all its children at once, in the order 2^0, 2^1, ..., and they share the sender's
+// link (warm TCP sockets interleave them; mpi_host.cpp): w receives in broadcast round
+// popcount(w) − 1.
+std::vector<Round> binomial_allreduce_rounds(int p, uint64_t bytes);
 
 // NCCL's double binary tree: two trees over the nodes (the second mirrors the first), each
 // carrying half the data, pipelined in chunks (at least min_chunks and 64 × the tree
