@@ -102,8 +102,7 @@ std::vector<Segment> dense_allreduce(const CommCall& call, int idx, const Cluste
     case Algo::kBinomial:
       return {mpi_segment(fmt::format("allreduce {} {} (MPI_Iallreduce: libnbc binomial)",
                                       call.what, to_string(call.dtype)),
-                          idx, binomial_allreduce_rounds(p, bytes),
-                          c, o, false)};
+                          idx, binomial_allreduce_rounds(p, bytes), c, o, false)};
     case Algo::kAuto:
     case Algo::kRing:
       return {mpi_segment(fmt::format("allreduce {} {} (clbo ring over point-to-point)", call.what,
