@@ -247,16 +247,21 @@ int run_validate(const Args& a) {
   const fs::path kfile = kdir / "kernels-cpu.json";
   const nlohmann::json kbench = read_json(kfile);
   const std::string probe = streaming_probe_name(kbench, kfile.string());
+  const int64_t iterations = contention_iterations(kbench, probe, kfile.string());
   auto copies_at_once = [&](int p) {
     std::vector<std::vector<std::string>> argvs;
     std::vector<std::string> logs;
     std::vector<fs::path> dirs;
+    // The copies build their buffers, then start timing together (bench/start_barrier.hpp).
+    const fs::path barrier = kdir / fmt::format("contention-p{}-barrier", p);
+    fs::create_directories(barrier);
     for (int i = 0; i < p; ++i) {
       dirs.push_back(kdir / fmt::format("contention-p{}-{}", p, i));
       logs.push_back(dirs.back().string() + ".log");
       argvs.push_back({self, "bench", "kernels", "--cpu", "-o", dirs.back().string(),
                        "--no_reference", "--benchmark_filter=" + streaming_probe_filter(probe),
-                       fmt::format("--benchmark_min_time={}", kContentionMinTime_s)});
+                       fmt::format("--iterations={}", iterations),
+                       fmt::format("--start_barrier={},{}", barrier.string(), p)});
     }
     size_t failed = 0;
     const int rc = run_together(argvs, logs, &failed);
@@ -285,7 +290,17 @@ int run_validate(const Args& a) {
   std::map<int, std::vector<nlohmann::json>> at_once;
   for (int p : counts) at_once[p] = copies_at_once(p);
   const fs::path cfile = kdir / "streaming-contention.json";
-  write_json(cfile, streaming_contention_record(probe, alone, at_once, cfile.string()));
+  const nlohmann::json crec = streaming_contention_record(probe, alone, at_once, cfile.string());
+  write_json(cfile, crec);
+  for (int p : counts) {
+    const double f = streaming_contention(crec, p, cfile.string());
+    if (streaming_factor(f, cpu_contention(p, cpus)).floored)
+      say(
+          fmt::format("warning: {} copies at once measured a streaming contention of {:.2f}, below "
+                      "the {:.2f} that sharing {} cores implies: the copies did not all run at "
+                      "once; the simulations use {:.2f}",
+                      p, f, cpu_contention(p, cpus), cpus, cpu_contention(p, cpus)));
+  }
 
   // 2. The emulation: every cluster's probes and MPI jobs. Grids with steps calibrate each
   // cluster's compute right before its steps: its p ranks at once and one rank alone, on its
@@ -416,7 +431,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
         streaming_record.is_null()
             ? 0
             : streaming_contention(streaming_record, c.ranks(), cfile.string());
-    const double streaming = measured_streaming > 0 ? measured_streaming : compute_contention;
+    const StreamingFactor floored = streaming_factor(measured_streaming, contention);
+    const double streaming = measured_streaming > 0 ? floored.factor : compute_contention;
     const clbo::sim::KernelModel km =
         kernel_model(kbench, kfile.string(), compute_contention, streaming, c.ranks());
     // MPI's software latency: measured on all the cluster's ranks at once, else (a folder kept
@@ -451,11 +467,18 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                           : "modelled: cpu_contention (p/C)"}}},
          {"streaming_contention",
           {{"factor", streaming},
-           {"source", measured_streaming > 0
-                          ? "measured: " + streaming_record.value("benchmark", "?") +
+           {"measured_factor",
+            measured_streaming > 0 ? nlohmann::json(measured_streaming) : nlohmann::json()},
+           {"source", measured_streaming <= 0
+                          ? "the compute contention (not measured for this rank count)"
+                      : floored.floored
+                          ? "the cores' time-sharing p/C: the measured factor (" +
+                                streaming_record.value("benchmark", "?") +
+                                ", the median of p copies at once over one copy alone) is below "
+                                "it, so the copies did not all run at once"
+                          : "measured: " + streaming_record.value("benchmark", "?") +
                                 ", the median of p copies at once over one copy alone "
-                                "(kernels/streaming-contention.json of the work folder)"
-                          : "the compute contention (not measured for this rank count)"}}},
+                                "(kernels/streaming-contention.json of the work folder)"}}},
          {"all_pairs_efficiency", all_pairs},
          {"kernel_model", km.to_json()},
          {"calibration", own_calibration ? own_calibration->to_json() : nlohmann::json(nullptr)},

@@ -39,6 +39,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -54,6 +55,7 @@
 #include "clbo/kernels/onebit.hpp"
 #include "clbo/kernels/topk.hpp"
 #include "gbench_flags.hpp"
+#include "start_barrier.hpp"
 
 namespace {
 
@@ -64,6 +66,8 @@ using Clock = std::chrono::steady_clock;
 double g_copy_bytes_per_s = 0.0;  // the streaming reference (best of the three patterns)
 size_t g_copy_buffer_bytes = 0;   // size of each of the reference's two buffers
 size_t g_llc_bytes = 0;           // the larger of the two reported last-level cache sizes
+// --start_barrier: copies launched together start their first timed loop together.
+clbo::bench::StartBarrier g_start_barrier;
 
 constexpr int64_t kSmall = int64_t{1} << 20, kLarge = int64_t{1} << 26;
 
@@ -170,8 +174,20 @@ Rotation rotation(size_t n, double set_bytes) {
 
 // ---- reporting -----------------------------------------------------------------------------
 
+// Constructed right before each timed loop, once the benchmark's buffers are built: so the
+// start barrier (start_barrier.hpp) is passed here, before the loop's first iteration.
+void pass_start_barrier() {
+  try {
+    g_start_barrier.pass();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_kernels_cpu: %s\n", e.what());
+    std::exit(3);
+  }
+}
+
 struct Timer {
-  Clock::time_point start = Clock::now();
+  Timer() : start((pass_start_barrier(), Clock::now())) {}
+  Clock::time_point start;
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
 };
 
@@ -628,9 +644,22 @@ void BM_tensor_sumsq(benchmark::State& st) {
 // case takes about a millisecond or less (microseconds), the 64M-element case tens of
 // milliseconds. The minimum time is Google Benchmark's --benchmark_min_time (clbo's default
 // 0.2 s when it is not given; see main).
+// --iterations=N: every benchmark times exactly N iterations in one run (Google Benchmark
+// appends "/iterations:N" to its name). Copies started together (--start_barrier) then do the
+// same work from the same moment; with --benchmark_min_time each copy sizes its own runs from
+// its own trial runs, and the copies drift apart (on 2026-12-05 one of 4 copies sized its
+// final run after the others had finished and ran it alone).
+int64_t g_iterations = 0;
+
+benchmark::internal::Benchmark* fixed(benchmark::internal::Benchmark* b) {
+  return g_iterations > 0 ? b->Iterations(g_iterations) : b;
+}
+
 void register_kernel(const char* name, void (*fn)(benchmark::State&)) {
-  benchmark::RegisterBenchmark(name, fn)->Arg(kSmall)->UseRealTime()->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark(name, fn)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond);
+  fixed(benchmark::RegisterBenchmark(name, fn)->Arg(kSmall)->UseRealTime()->Unit(
+      benchmark::kMicrosecond));
+  fixed(benchmark::RegisterBenchmark(name, fn)->Arg(kLarge)->UseRealTime()->Unit(
+      benchmark::kMillisecond));
 }
 
 void register_all(size_t copy_bytes) {
@@ -639,7 +668,7 @@ void register_all(size_t copy_bytes) {
   register_kernel("BM_compress_fused", BM_compress_fused);
   register_kernel("BM_unpack_scale", BM_unpack_scale);
   for (const int64_t c : {kSmall, kLarge})
-    benchmark::RegisterBenchmark("BM_server_step", BM_server_step)
+    fixed(benchmark::RegisterBenchmark("BM_server_step", BM_server_step))
         ->ArgNames({"c", "p"})
         ->Args({c, 4})
         ->Args({c, 8})
@@ -653,7 +682,7 @@ void register_all(size_t copy_bytes) {
   register_kernel("BM_adam_update", BM_adam_update);
   register_kernel("BM_lamb_direction", BM_lamb_direction);
   register_kernel("BM_tensor_sumsq", BM_tensor_sumsq);
-  benchmark::RegisterBenchmark("BM_memcpy", BM_memcpy)
+  fixed(benchmark::RegisterBenchmark("BM_memcpy", BM_memcpy))
       ->Arg(static_cast<int64_t>(copy_bytes))
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
@@ -662,17 +691,36 @@ void register_all(size_t copy_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // clbo's one flag of its own, taken out before Google Benchmark sees the rest:
+  // clbo's two flags of its own, taken out before Google Benchmark sees the rest:
   // --no_reference skips the streaming reference (2 × copy_buffer_bytes, several patterns)
   // and rotates a single buffer set, so that p copies at once (clbo validate's streaming
   // contention) hold p kernels' buffers and no reference. No row then has frac_of_copy_bw.
+  // --start_barrier=DIR,N makes N copies launched together start timing together
+  // (start_barrier.hpp), and --iterations=N gives every benchmark one run of N iterations.
   std::vector<char*> kept;
   bool reference = true;
+  const std::string barrier_flag = "--start_barrier=", iterations_flag = "--iterations=";
   for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--no_reference") == 0)
+    if (std::strcmp(argv[i], "--no_reference") == 0) {
       reference = false;
-    else
+    } else if (std::strncmp(argv[i], iterations_flag.c_str(), iterations_flag.size()) == 0) {
+      char* end = nullptr;
+      const char* v = argv[i] + iterations_flag.size();
+      g_iterations = std::strtoll(v, &end, 10);
+      if (end == v || *end != '\0' || g_iterations < 1) {
+        std::fprintf(stderr, "bench_kernels_cpu: %s: expected a whole number >= 1\n", argv[i]);
+        return 2;
+      }
+    } else if (std::strncmp(argv[i], barrier_flag.c_str(), barrier_flag.size()) == 0) {
+      try {
+        g_start_barrier = clbo::bench::StartBarrier::parse(argv[i] + barrier_flag.size());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_kernels_cpu: %s\n", e.what());
+        return 2;
+      }
+    } else {
       kept.push_back(argv[i]);
+    }
   }
   argc = static_cast<int>(kept.size());
   kept.push_back(nullptr);

@@ -73,6 +73,26 @@ class GoogleBenchmarkHabits(unittest.TestCase):
         self.assertGreater(rows[0]["items_per_second"], 0)
         self.assertNotIn("frac_of_copy_bw", rows[0])
 
+    def test_fixed_iterations_behind_a_start_barrier(self):
+        """clbo validate's contention copies: --iterations=N gives one run of N iterations,
+        --start_barrier=DIR,N leaves a ready file; malformed values are refused by name."""
+        import json
+        with tempfile.TemporaryDirectory() as d:
+            barrier = os.path.join(d, "barrier")
+            os.mkdir(barrier)
+            run([os.path.join(BIN, "clbo"), "bench", "kernels", "--cpu", "-o", d,
+                 "--no_reference", "--benchmark_filter=^BM_ef_sumsq/1048576/", "--iterations=4",
+                 f"--start_barrier={barrier},1"])
+            with open(os.path.join(d, "kernels-cpu.json")) as f:
+                rows = json.load(f)["benchmarks"]
+            self.assertEqual(len(os.listdir(barrier)), 1)
+        self.assertEqual([(b["name"], b["iterations"]) for b in rows],
+                         [("BM_ef_sumsq/1048576/iterations:4/real_time", 4)])
+        cpu = os.path.join(BIN, "bench_kernels_cpu")
+        for bad in ("--iterations=0", "--iterations=x", "--start_barrier=/tmp", "--start_barrier=d,0"):
+            r = run([cpu, bad, "--benchmark_list_tests"], expect=2)
+            self.assertIn(bad.split("=", 1)[1], r.stderr)
+
     def test_one_out_file_and_a_folder_conflict(self):
         r = run([os.path.join(BIN, "clbo"), "bench", "kernels", "--cpu", "-o", "/tmp",
                  "--benchmark_out=/tmp/x.json"], expect=2)

@@ -399,6 +399,38 @@ TEST(ValidateKernelContention, ProbeIsTheStreamingCompressAndItsFilterSelectsItA
   }
 }
 
+// A copy's row as bench_kernels_cpu --iterations=N names it.
+nlohmann::json fixed_copy(double eps, int n) {
+  nlohmann::json b = probe_bench(eps);
+  b["benchmarks"][1]["name"] =
+      "BM_compress_fused/67108864/iterations:" + std::to_string(n) + "/real_time";
+  return b;
+}
+
+TEST(ValidateKernelContention, CopiesTimeAFixedCountThatTakesOneAloneASecond) {
+  const std::string name = "BM_compress_fused/67108864/real_time";
+  // 1.5e9 elements/s: 67108864 elements take 44.7 ms, so 1 s is 22.4 -> 23 iterations.
+  EXPECT_EQ(contention_iterations(probe_bench(1.5e9), name, "k.json"), 23);
+  EXPECT_EQ(contention_iterations(probe_bench(1e7), name, "k.json"), 3) << "at least 3";
+  // The copies' rows carry "/iterations:N" and still name the alone benchmark's case.
+  const nlohmann::json rec = streaming_contention_record(
+      name, fixed_copy(1.5e9, 23), {{2, {fixed_copy(1e9, 23), fixed_copy(1e9, 23)}}}, "c.json");
+  EXPECT_DOUBLE_EQ(streaming_contention(rec, 2, "c.json"), 1.5);
+}
+
+TEST(ValidateKernelContention, FactorIsNeverBelowTheCoresTimeSharing) {
+  // 4 copies on 2 cores that did not all run at once measured 1.56: the cores alone imply 2.
+  const StreamingFactor low = streaming_factor(1.56, 2.0);
+  EXPECT_DOUBLE_EQ(low.factor, 2.0);
+  EXPECT_TRUE(low.floored);
+  const StreamingFactor high = streaming_factor(5.23, 4.0);
+  EXPECT_DOUBLE_EQ(high.factor, 5.23);
+  EXPECT_FALSE(high.floored);
+  // Fewer copies than cores: time-sharing is 1, and memory contention alone can exceed it.
+  EXPECT_DOUBLE_EQ(streaming_factor(1.29, 1.0).factor, 1.29);
+  EXPECT_FALSE(streaming_factor(1.0, 1.0).floored) << "equal is not below";
+}
+
 TEST(ValidateKernelContention, FactorIsAloneOverTheMedianCopyPerRankCount) {
   const std::map<int, std::vector<nlohmann::json>> copies = {
       {2, {probe_bench(800), probe_bench(700)}},

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 
@@ -19,12 +22,23 @@ const nlohmann::json& benchmarks_of(const nlohmann::json& bench, const std::stri
   return raw["benchmarks"];
 }
 
+// A row's name without the "/iterations:N" that a fixed iteration count (bench_kernels_cpu
+// --iterations) adds: the copies' rows and the alone benchmark's then name the same case.
+std::string without_iterations(std::string name) {
+  const std::string tag = "/iterations:";
+  const size_t at = name.find(tag);
+  if (at == std::string::npos) return name;
+  size_t end = at + tag.size();
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+  return name.erase(at, end - at);
+}
+
 // items_per_second of the iteration row named `name`.
 double rate_of(const nlohmann::json& bench, const std::string& name, const std::string& file) {
   for (const auto& b : benchmarks_of(bench, file))
-    if (b.value("name", "") == name && b.value("run_type", "iteration") == "iteration" &&
-        b.contains("items_per_second") && b["items_per_second"].is_number() &&
-        b["items_per_second"].get<double>() > 0)
+    if (without_iterations(b.value("name", "")) == name &&
+        b.value("run_type", "iteration") == "iteration" && b.contains("items_per_second") &&
+        b["items_per_second"].is_number() && b["items_per_second"].get<double>() > 0)
       return b["items_per_second"].get<double>();
   throw InputError(file, "benchmarks", name,
                    "no iteration row of this name with a positive items_per_second");
@@ -77,6 +91,16 @@ std::string streaming_probe_filter(const std::string& name) {
   return "^" + (second == std::string::npos ? name + "$" : name.substr(0, second + 1));
 }
 
+int64_t contention_iterations(const nlohmann::json& kernel_bench, const std::string& name,
+                              const std::string& file) {
+  const double eps = rate_of(kernel_bench, name, file);
+  const size_t first = name.find('/');
+  const double n = first == std::string::npos ? 0 : std::atof(name.c_str() + first + 1);
+  if (!(n > 0))
+    throw InputError(file, "benchmarks", name, "expected the element count after the family");
+  return std::max<int64_t>(3, static_cast<int64_t>(std::ceil(kContentionAloneTime_s * eps / n)));
+}
+
 std::vector<int> contention_rank_counts(const ValidationSpec& spec) {
   std::set<int> counts;
   for (const ClusterConfig& c : spec.clusters)
@@ -99,7 +123,7 @@ nlohmann::json streaming_contention_record(const std::string& name, const nlohma
         {"copies_eps", eps}, {"median_eps", mid}, {"factor", alone_eps / mid}};
   }
   return {{"benchmark", name},
-          {"min_time_s", kContentionMinTime_s},
+          {"alone_time_s", kContentionAloneTime_s},
           {"alone_eps", alone_eps},
           {"by_ranks", by_ranks},
           {"definition",
@@ -119,6 +143,11 @@ double streaming_contention(const nlohmann::json& record, int ranks, const std::
                      f.contains("factor") ? f["factor"].dump() : "missing",
                      "expected a positive number");
   return f["factor"].get<double>();
+}
+
+StreamingFactor streaming_factor(double measured, double time_sharing) {
+  if (measured < time_sharing) return {time_sharing, true};
+  return {measured, false};
 }
 
 }  // namespace clbo::validate

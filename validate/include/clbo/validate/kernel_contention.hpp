@@ -19,9 +19,10 @@
 
 namespace clbo::validate {
 
-// How long each copy times the kernel (Google Benchmark's --benchmark_min_time, seconds): long
-// enough that the copies, started together, overlap for most of it.
-constexpr double kContentionMinTime_s = 1.0;
+// How long one copy alone times the kernel, seconds. Every copy runs the same fixed number of
+// iterations (contention_iterations) from a common start (bench/start_barrier.hpp), so p
+// copies at once overlap for all but the last iteration or so.
+constexpr double kContentionAloneTime_s = 1.0;
 
 // The benchmark the measurement repeats: the fused compress at its streaming size, the
 // BM_compress_fused row of the alone benchmark that did not run in cache. Throws naming the
@@ -38,6 +39,11 @@ double streaming_probe_bytes(const nlohmann::json& kernel_bench, const std::stri
 // The Google Benchmark filter that runs that benchmark alone.
 std::string streaming_probe_filter(const std::string& name);
 
+// The iterations each copy times (bench_kernels_cpu --iterations): enough for one copy alone
+// to run kContentionAloneTime_s at the alone benchmark's rate, and at least 3.
+int64_t contention_iterations(const nlohmann::json& kernel_bench, const std::string& name,
+                              const std::string& file);
+
 // The distinct rank counts above 1 of the grid's clusters, ascending.
 std::vector<int> contention_rank_counts(const ValidationSpec& spec);
 
@@ -49,5 +55,16 @@ nlohmann::json streaming_contention_record(const std::string& name, const nlohma
 
 // The factor for p ranks in such a record; 0 when the record has none for p.
 double streaming_contention(const nlohmann::json& record, int ranks, const std::string& file);
+
+// The factor a simulation slows the streaming kernels by: the measured one, but never less
+// than `time_sharing`, the cores' share alone (cpu_contention: max(1, p/C)). p single-threaded
+// copies on C cores cannot each run faster than C/p of a core, so a smaller measurement says
+// the copies did not all run at once (as before the start barrier: 1.56 for 4 copies on 2
+// cores on 2026-12-05), and the floor is what the cores alone imply.
+struct StreamingFactor {
+  double factor = 1;
+  bool floored = false;  // the measurement was below time_sharing
+};
+StreamingFactor streaming_factor(double measured, double time_sharing);
 
 }  // namespace clbo::validate
