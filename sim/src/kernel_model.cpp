@@ -166,12 +166,15 @@ double bench_context_number(const nlohmann::json& bench, const std::string& key,
   throw InputError(file, "context." + key, v.dump(), "expected a number");
 }
 
-void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file) {
-  // `clbo bench kernels` writes Google Benchmark's JSON as it is (clbo.bench.kernels/2);
-  // earlier versions wrapped it in a clbo.bench.kernels/1 envelope (results/SCHEMA.md).
+const nlohmann::json& google_benchmark_of(const nlohmann::json& bench) {
   if (bench.is_object() && bench.contains("schema") && bench["schema"] == "clbo.bench.kernels/1" &&
       bench.contains("benchmark"))
-    return load_kernel_bench(k, bench["benchmark"], file);
+    return bench["benchmark"];
+  return bench;
+}
+
+void load_kernel_bench(KernelModel& k, const nlohmann::json& wrapped, const std::string& file) {
+  const nlohmann::json& bench = google_benchmark_of(wrapped);
   if (!bench.is_object() || !bench.contains("benchmarks") || !bench["benchmarks"].is_array())
     throw InputError(file, "benchmarks", bench.is_object() ? "missing" : bench.dump().substr(0, 80),
                      "expected Google Benchmark JSON (clbo bench kernels --out ...)");

@@ -9,13 +9,14 @@
 #include <set>
 
 #include "clbo/core/error.hpp"
+#include "clbo/sim/kernel_model.hpp"
 #include "clbo/validate/compare.hpp"
 
 namespace clbo::validate {
 namespace {
 
 const nlohmann::json& benchmarks_of(const nlohmann::json& bench, const std::string& file) {
-  const nlohmann::json& raw = bench.contains("benchmark") ? bench["benchmark"] : bench;
+  const nlohmann::json& raw = sim::google_benchmark_of(bench);
   if (!raw.is_object() || !raw.contains("benchmarks") || !raw["benchmarks"].is_array())
     throw InputError(file, "benchmarks", raw.is_object() ? "missing" : raw.dump(),
                      "expected the Google Benchmark JSON of clbo bench kernels");

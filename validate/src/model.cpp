@@ -205,8 +205,8 @@ sim::KernelModel kernel_model(const nlohmann::json& bench, const std::string& fi
                               double contention, double streaming_contention, int ranks) {
   sim::KernelModel k;
   sim::load_kernel_bench(k, bench, file);
-  const nlohmann::json& raw = bench.contains("benchmark") ? bench["benchmark"] : bench;
-  const double copy = sim::bench_context_number(raw, "copy_bytes_per_second", file);
+  const double copy =
+      sim::bench_context_number(sim::google_benchmark_of(bench), "copy_bytes_per_second", file);
   k.hbm_Bps = (copy > 0 ? copy : 5e9) / streaming_contention;
   k.efficiency = 1.0;
   for (double* eps : {&k.compress_eps, &k.unpack_eps, &k.server_eps, &k.compact_eps})

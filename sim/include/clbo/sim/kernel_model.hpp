@@ -72,6 +72,11 @@ struct KernelModel {
 // file keep the roofline.
 void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file);
 
+// The Google Benchmark document of a kernel benchmark file: `clbo bench kernels` writes it as
+// it is (clbo.bench.kernels/2); earlier versions wrapped it in a clbo.bench.kernels/1
+// envelope under "benchmark" (results/SCHEMA.md). The one place that unwraps it.
+const nlohmann::json& google_benchmark_of(const nlohmann::json& bench);
+
 // A number from a Google Benchmark JSON document's "context" (custom values are written as
 // strings, e.g. llc_bytes, copy_bytes_per_second): 0 when absent; a value that is not a
 // number is an InputError naming context.<key>.
