@@ -17,6 +17,14 @@
 //   clbo-tree-probe wait [--sizes ...] [--iters N]
 //       MPI_Iallreduce back to back (as clbo bench times it), waited three ways: MPI_Wait,
 //       clbo's poller (MPI_Test, 50 us of spinning, then 20 us naps) and MPI_Test spinning.
+//   clbo-tree-probe allpairs [--sizes ...] [--iters N]
+//       libnbc's linear all-pairs collectives of `size` bytes per peer, back to back, waited
+//       with clbo's poller: MPI_Ialltoall, MPI_Iallgather, a 4-byte MPI_Iallgather (a
+//       scale), the compressed allreduce's two flavours' rounds (an all-to-all then a 4-byte
+//       allgather, one after the other; p MPI_Igathers of size bytes and p of 4 bytes, all
+//       in flight; two MPI_Iallgathers of size and 4 bytes side by side). What a round
+//       costs per point-to-point operation and per schedule, for the software cost of
+//       sim/src/expansion/mpi_host.cpp.
 //
 // Prints one JSON object per line (rank 0). Times come from CLOCK_MONOTONIC on every rank:
 // comparable across ranks only where all ranks share one machine's clock, as the emulated
@@ -29,7 +37,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -54,7 +64,8 @@ struct Args {
   if (rank == 0)
     std::fprintf(
         stderr,
-        "clbo-tree-probe: %s\nusage: clbo-tree-probe fanout|reduce|ring|wait [--sizes B,B,...] "
+        "clbo-tree-probe: %s\nusage: clbo-tree-probe fanout|reduce|ring|wait|allpairs [--sizes "
+        "B,B,...] "
         "[--iters N] [--pause-us P]  (sizes in bytes, multiples of 4; iters >= 2, the first not "
         "reported; --pause-us for ring only)\n",
         why);
@@ -66,7 +77,8 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) usage("a mode is required");
   a.mode = argv[1];
-  if (a.mode != "fanout" && a.mode != "reduce" && a.mode != "ring" && a.mode != "wait")
+  if (a.mode != "fanout" && a.mode != "reduce" && a.mode != "ring" && a.mode != "wait" &&
+      a.mode != "allpairs")
     usage("unknown mode");
   for (int i = 2; i < argc; ++i) {
     const std::string k = argv[i];
@@ -282,6 +294,79 @@ void waits(const Args& a, int rank, int p, std::vector<float>& mem) {
     }
 }
 
+// Waits for every request as clbo's MpiCommunicator::wait_all does: MPI_Testall, 50 us of
+// spinning, then 20 us naps.
+void wait_all(std::vector<MPI_Request>& q) {
+  const double t0 = now_s();
+  for (;;) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(q.size()), q.data(), &done, MPI_STATUSES_IGNORE);
+    if (done) return;
+    if (now_s() - t0 >= 50e-6) {
+      const timespec nap{0, 20000};
+      nanosleep(&nap, nullptr);
+    }
+  }
+}
+
+void allpairs(const Args& a, int rank, int p, std::vector<float>& mem) {
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  for (long bytes : a.sizes) {
+    const int s = static_cast<int>(bytes);
+    std::vector<char> out(static_cast<size_t>(p) * s), in(static_cast<size_t>(p) * s);
+    std::vector<char> scales_in(static_cast<size_t>(p) * 4 * p);
+    char* own = reinterpret_cast<char*>(mem.data());
+    // One call of each pattern; each returns once every request has completed.
+    auto alltoall = [&] {
+      std::vector<MPI_Request> q(1);
+      MPI_Ialltoall(out.data(), s, MPI_BYTE, in.data(), s, MPI_BYTE, MPI_COMM_WORLD, &q[0]);
+      wait_all(q);
+    };
+    auto allgather = [&](int n) {
+      std::vector<MPI_Request> q(1);
+      MPI_Iallgather(own, n, MPI_BYTE, in.data(), n, MPI_BYTE, MPI_COMM_WORLD, &q[0]);
+      wait_all(q);
+    };
+    auto patterns = std::vector<std::pair<const char*, std::function<void()>>>{
+        {"alltoall", alltoall},
+        {"allgather", [&] { allgather(s); }},
+        {"allgather 4 B", [&] { allgather(4); }},
+        {"alltoall, then allgather 4 B", [&] { alltoall(), allgather(4); }},
+        {"p gathers + p gathers of 4 B in flight",
+         [&] {
+           std::vector<MPI_Request> q(2 * static_cast<size_t>(p));
+           for (int root = 0; root < p; ++root) {
+             MPI_Igather(out.data() + static_cast<size_t>(root) * s, s, MPI_BYTE, in.data(), s,
+                         MPI_BYTE, root, MPI_COMM_WORLD, &q[2 * root]);
+             MPI_Igather(own, 4, MPI_BYTE, scales_in.data() + static_cast<size_t>(root) * 4 * p, 4,
+                         MPI_BYTE, root, MPI_COMM_WORLD, &q[2 * root + 1]);
+           }
+           wait_all(q);
+         }},
+        {"allgather + allgather 4 B in flight", [&] {
+           std::vector<MPI_Request> q(2);
+           MPI_Iallgather(own, s, MPI_BYTE, in.data(), s, MPI_BYTE, MPI_COMM_WORLD, &q[0]);
+           MPI_Iallgather(own, 4, MPI_BYTE, scales_in.data(), 4, MPI_BYTE, MPI_COMM_WORLD, &q[1]);
+           wait_all(q);
+         }}};
+    for (auto& [name, call] : patterns) {
+      synced_start();
+      call();  // the untimed first call
+      synced_start();
+      const double t0 = now_s();
+      for (int it = 1; it < a.iters; ++it) call();
+      const double mine = (now_s() - t0) / (a.iters - 1);
+      double slowest = 0;
+      MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      if (rank == 0)
+        std::printf(
+            "{\"mode\": \"allpairs\", \"bytes_per_peer\": %ld, \"pattern\": \"%s\", "
+            "\"p\": %d, \"calls\": %d, \"ms_per_call_slowest_rank\": %.4f}\n",
+            bytes, name, p, a.iters - 1, slowest * 1e3);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -299,6 +384,7 @@ int main(int argc, char** argv) {
   if (a.mode == "reduce") reduce(a, rank, p, mem);
   if (a.mode == "ring") ring(a, rank, p, mem);
   if (a.mode == "wait") waits(a, rank, p, mem);
+  if (a.mode == "allpairs") allpairs(a, rank, p, mem);
   std::fflush(stdout);
   MPI_Finalize();
   return 0;

@@ -250,10 +250,29 @@ def test_probe(emu_dir, tree_probe):
         # Two rounds of 64 KiB into rank 0, one after the other.
         if r["reduce_at_root_ms"] < 2 * floor_ms or r["iallreduce_slowest_rank_ms"] < 2 * floor_ms:
             fail("binomial reduce faster than the links allow: %r" % r)
+    # The all-pairs patterns: six rows; each rank sends 3 x 16 KiB per all-to-all, which the
+    # link cannot carry in under (49152 - 16384) * 8 / rate (htb's early bytes aside).
+    p = subprocess.run([sys.executable, "-B", os.path.join(emu_dir, "clbo-emu"), "probe",
+                        "--hosts", "4", "--rate", "100", "--", tree_probe, "allpairs",
+                        "--sizes", "16384", "--iters", "3"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+    if p.returncode != 0:
+        fail("clbo-emu probe allpairs: exit %d\n%s" % (p.returncode, p.stderr[-2000:]))
+    rows = {r["pattern"]: r for r in
+            (json.loads(line) for line in p.stdout.splitlines() if line.startswith("{"))}
+    if len(rows) != 6 or any(r["p"] != 4 or r["bytes_per_peer"] != 16384 for r in rows.values()):
+        fail("clbo-emu probe allpairs printed %r" % p.stdout)
+    a2a_floor_ms = (3 * 16384 - 16384) * 8 / rate * 1e3
+    if rows["alltoall"]["ms_per_call_slowest_rank"] < a2a_floor_ms or \
+            rows["allgather 4 B"]["ms_per_call_slowest_rank"] >= \
+            rows["alltoall"]["ms_per_call_slowest_rank"]:
+        fail("all-pairs times break the link rate: %r" % rows)
     if leftovers():
         fail("leftovers: %r" % leftovers())
-    print("ok: clbo-emu probe ran the tree probe on 4 hosts: fan-out %s ms, reduce %.2f ms" %
-          (out["fanout"][-1]["arrival_ms"], out["reduce"][-1]["reduce_at_root_ms"]))
+    print("ok: clbo-emu probe ran the tree probe on 4 hosts: fan-out %s ms, reduce %.2f ms, "
+          "all-to-all of 16 KiB per peer %.2f ms" %
+          (out["fanout"][-1]["arrival_ms"], out["reduce"][-1]["reduce_at_root_ms"],
+           rows["alltoall"]["ms_per_call_slowest_rank"]))
 
 
 def main():
