@@ -1,10 +1,10 @@
 // The streaming kernels' contention: how much slower each of p copies of one streaming kernel
 // benchmark runs than one copy alone, when the p copies run at once on the machine the
 // emulated hosts share. A kernel streaming from memory shares the memory bandwidth as well as
-// the cores, so it need not slow as the gradient's compute does: in the committed run the
-// fused compress at 64M elements slowed 1.29x, 2.58x and 5.07x at p = 2, 4 and 8, where the
-// clusters' gradients slowed 1.10-1.22x, 2.27-2.62x and 4.68-5.74x (docs/validation.md,
-// "CPU contention").
+// the cores, so it need not slow as the gradient's compute does: in the run committed on
+// 2026-12-05 the fused compress at 64M elements slowed 1.49x, 2.58x and 4.29x at p = 2, 4
+// and 8, where the clusters' gradients slowed 1.02-1.04x, 2.18-2.38x and 4.73-5.28x
+// (docs/validation.md, "CPU contention").
 //
 // `clbo validate` measures it once per run, for each rank count of its grid, right after the
 // kernel benchmark alone, and keeps the record in the work folder
