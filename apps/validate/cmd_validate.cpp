@@ -297,8 +297,9 @@ int run_validate(const Args& a) {
     if (streaming_factor(f, cpu_contention(p, cpus)).floored)
       say(
           fmt::format("warning: {} copies at once measured a streaming contention of {:.2f}, below "
-                      "the {:.2f} that sharing {} cores implies: the copies did not all run at "
-                      "once; the simulations use {:.2f}",
+                      "the {:.2f} that sharing {} cores implies (far below: the copies did not "
+                      "all run at once; a few percent: timing noise where the memory's limit is "
+                      "near the cores'); the simulations use {:.2f}",
                       p, f, cpu_contention(p, cpus), cpus, cpu_contention(p, cpus)));
   }
 
@@ -475,7 +476,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                           ? "the cores' time-sharing p/C: the measured factor (" +
                                 streaming_record.value("benchmark", "?") +
                                 ", the median of p copies at once over one copy alone) is below "
-                                "it, so the copies did not all run at once"
+                                "it (far below: the copies did not all run at once; a few "
+                                "percent: timing noise)"
                           : "measured: " + streaming_record.value("benchmark", "?") +
                                 ", the median of p copies at once over one copy alone "
                                 "(kernels/streaming-contention.json of the work folder)"}}},

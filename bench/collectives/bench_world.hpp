@@ -42,6 +42,11 @@ struct Half {
   double time_us = 0;      // per call, reduced over ranks as -a says (pingpong: one way)
   int64_t iterations = 0;  // timed: -n, or more with --min-time
   uint64_t wrong = 0;      // wrong elements in the checked calls, all ranks
+  // Per call, the mean over ranks of the wall time each rank spent in the compression
+  // kernels (kernel_seconds(): compress, server step, unpack; mask count, compaction,
+  // scatter) inside the timed calls; < 0 where not measured (the op has no host kernels, or
+  // the backend runs them on a GPU).
+  double kernel_us = -1;
 };
 
 struct Row {

@@ -87,6 +87,7 @@ nlohmann::json half_json(const Sweep& run, const Row& row, const Half& h, int p)
   nlohmann::json j;
   j["time_us"] = h.time_us;  // with -C 1 the time to issue the calls (definitions say so)
   j["iterations"] = h.iterations;
+  if (h.kernel_us >= 0) j["kernel_us"] = h.kernel_us;
   j["algbw_GBps"] = b.algbw;
   j["busbw_GBps"] = b.busbw;
   j["eq_busbw_GBps"] = b.eq_busbw < 0 ? nlohmann::json(nullptr) : nlohmann::json(b.eq_busbw);
@@ -596,6 +597,10 @@ int run_collective_bench(const CollectiveBenchConfig& cfg) {
                      cfg.agg_iters,
                      cfg.report_cputime ? ", the time to issue them (-C 1, cputime)" : "")},
         {"iterations", "the timed iterations of the half: -n, or more with --min-time"},
+        {"kernel_us",
+         "compressed and sparse on the local and mpi backends only: per call, the mean over "
+         "ranks of the time each rank spent in the compression kernels (compress, server step, "
+         "unpack; mask count, compaction, scatter) inside the timed calls, part of time_us"},
         {"half",
          "out_of_place and in_place hold both halves (null: left out by --halves native); the "
          "row's own time_us, bandwidths and wrong are those of the half named here, the one "

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "bench_world.hpp"
+#include "clbo/collectives/timing.hpp"
 #include "clbo/core/error.hpp"
 
 namespace clbo::bench {
@@ -48,6 +49,12 @@ int64_t timed_iterations(RankOps& ops, const CollectiveBenchConfig& c, double sy
   return std::max(c.iters, static_cast<int64_t>(wanted));
 }
 
+// Whether kernel_seconds() sees `op`'s compression kernels: they run on the rank's own thread
+// on the host backends only.
+bool host_kernels(Op op, const CollectiveBenchConfig& c) {
+  return (op == Op::kCompressed || op == Op::kSparse) && c.backend != "nccl";
+}
+
 // One half of one row: the untimed sync call, -n (or --min-time's) timed iterations of -m
 // calls each (one NCCL group when -m > 1, with -z's waits and barriers), then -c checked
 // calls.
@@ -63,6 +70,7 @@ Half time_half(RankOps& ops, const Sweep& run, Op op) {
   const double sync_s = std::chrono::duration<double>(clock::now() - sync0).count();
   h.iterations = timed_iterations(ops, c, sync_s);  // before the barrier that starts the clock
   ops.barrier();
+  const double kernel0_s = kernel_seconds();
   const auto t0 = clock::now();
   double coll_only_s = 0;  // -z 3: the time outside the barriers
   for (int64_t i = 0; i < h.iterations; ++i) {
@@ -86,9 +94,11 @@ Half time_half(RankOps& ops, const Sweep& run, Op op) {
   ops.finish();
   const double wall_s =
       c.blocking == 3 ? coll_only_s : std::chrono::duration<double>(clock::now() - t0).count();
+  const double kernel_us = (kernel_seconds() - kernel0_s) / calls * 1e6;
   double us = (c.report_cputime ? cpu_s : wall_s) / calls * 1e6;
   if (op == Op::kPingpong) us /= 2;  // one call is a round trip
   h.time_us = reduce_time(ops.gather_over_ranks(us), c.average);
+  if (host_kernels(op, c)) h.kernel_us = reduce_time(ops.gather_over_ranks(kernel_us), 1);
   for (int64_t k = 0; k < c.check; ++k) {
     h.wrong = ops.sum_over_ranks(ops.run_checked());
     if (h.wrong) break;

@@ -50,6 +50,14 @@ double now_s() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// Seconds per call since t0 over `calls` back-to-back calls, the slowest rank's (at rank 0).
+double slowest_per_call_s(double t0, int calls) {
+  const double mine = (now_s() - t0) / calls;
+  double slowest = 0;
+  MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  return slowest;
+}
+
 struct Args {
   std::string mode;
   std::vector<long> sizes{65536, 1048576};
@@ -283,9 +291,7 @@ void waits(const Args& a, int rank, int p, std::vector<float>& mem) {
         MPI_Iallreduce(MPI_IN_PLACE, mem.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &q);
         wait_for(&q, how);
       }
-      const double mine = (now_s() - t0) / (a.iters - 1);
-      double slowest = 0;
-      MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      const double slowest = slowest_per_call_s(t0, a.iters - 1);
       if (rank == 0)
         std::printf(
             "{\"mode\": \"wait\", \"bytes\": %ld, \"wait\": \"%s\", \"calls\": %d, "
@@ -355,9 +361,7 @@ void allpairs(const Args& a, int rank, int p, std::vector<float>& mem) {
       synced_start();
       const double t0 = now_s();
       for (int it = 1; it < a.iters; ++it) call();
-      const double mine = (now_s() - t0) / (a.iters - 1);
-      double slowest = 0;
-      MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      const double slowest = slowest_per_call_s(t0, a.iters - 1);
       if (rank == 0)
         std::printf(
             "{\"mode\": \"allpairs\", \"bytes_per_peer\": %ld, \"pattern\": \"%s\", "

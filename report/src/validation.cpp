@@ -84,6 +84,12 @@ void summary_table(Document& doc, const ResultsFile& f) {
   row("latency-bound (all ops)", need(s, "latency_bound", f));
   if (s.contains("compute_bound")) row("compute-bound (all ops)", s["compute_bound"]);
   row("optimizer steps", need(s, "steps", f));
+  // Runs since 2026-12-06 also score the kernel model inside the collectives.
+  if (s.contains("kernels") && s["kernels"].contains("by_op"))
+    for (const auto& [op, v] : s["kernels"]["by_op"].items())
+      row("  compression kernels' time: " + op + " (every case, median signed " +
+              signed_pct(v.value("median_rel_error", json())) + ")",
+          v);
   doc.table(t);
   const json& tg = s.value("target", json::object());
   doc.paragraph(fmt::format(

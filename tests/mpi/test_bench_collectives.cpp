@@ -266,6 +266,16 @@ TEST(BenchCollectives, EveryOpChecksCleanCountsPlanBytesAndRepeatsExactly) {
       EXPECT_GT(row[half]["time_us"].get<double>(), 0.0) << half << " " << row.dump();
     }
     EXPECT_EQ(row["wrong"], 0) << row.dump();
+    // The compression kernels' time per call, part of the call's: only the ops that have them.
+    const bool kernels = row["op"] == "compressed" || row["op"] == "sparse";
+    for (const char* half : {"out_of_place", "in_place"}) {
+      ASSERT_EQ(row[half].contains("kernel_us"), kernels) << half << " " << row.dump();
+      if (!kernels) continue;
+      const double k = row[half]["kernel_us"], t = row[half]["time_us"];
+      EXPECT_GE(k, 0.0) << row.dump();
+      EXPECT_LE(k, t) << row.dump();
+      if (row["size_bytes"] == 24576) EXPECT_GT(k, 0.0) << row.dump();
+    }
     const size_t count = row["count"];
     if (row["op"] == "compressed") {
       EXPECT_EQ(row["wire_bytes"], onebit_bytes_per_rank(count, 3)) << row.dump();
@@ -284,7 +294,7 @@ TEST(BenchCollectives, EveryOpChecksCleanCountsPlanBytesAndRepeatsExactly) {
   for (auto* j : {&a, &b}) {
     for (auto& row : (*j)["rows"])
       for (auto* part : {&row, &row["out_of_place"], &row["in_place"]})
-        for (const char* k : {"time_us", "algbw_GBps", "busbw_GBps", "eq_busbw_GBps"})
+        for (const char* k : {"time_us", "kernel_us", "algbw_GBps", "busbw_GBps", "eq_busbw_GBps"})
           part->erase(k);
     // nccl-tests' records of the same rows: their times and bandwidths, and the clock.
     for (auto& rec : (*j)["results"])

@@ -235,6 +235,12 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
       k["measured_s"] = row["time_us"].get<double>() * 1e-6;
       // The timed calls behind measured_s (bench --min-time; absent in older bench files).
       k["measured_iterations"] = row.contains("iterations") ? row["iterations"] : nullptr;
+      // The compression kernels' share of it, every rank's mean (bench's kernel_us; absent
+      // in older bench files and for ops without kernels): what the kernel model predicts,
+      // apart from the network.
+      k["measured_kernel_s"] = row.contains("kernel_us")
+                                   ? nlohmann::json(row["kernel_us"].get<double>() * 1e-6)
+                                   : nlohmann::json(nullptr);
       cases.push_back(k);
     }
   }
@@ -248,6 +254,11 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
     for (const auto& seg : progs[i].segments) k["simulated_program"].push_back(seg.label);
     finish_case(k, k["measured_s"].get<double>(), full[i].time_s, bare[i].time_s,
                 compute_of(progs[i]));
+    if (!k["measured_kernel_s"].is_null()) {
+      k["simulated_kernel_s"] = compute_of(progs[i]);
+      k["provenance"]["measured_kernel_s"] = "measured";
+      k["provenance"]["simulated_kernel_s"] = "simulated";
+    }
     out.push_back(std::move(k));
   }
 }
@@ -440,8 +451,12 @@ std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const Clust
 nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
   std::vector<double> bw, lat, cpu, steps;
   std::map<std::string, std::vector<double>> by_family_bw, by_family_lat, by_family_cpu;
+  std::map<std::string, std::vector<double>> kernel_errors;  // signed, any bound
   for (const auto& k : cases) {
     const double e = std::fabs(k["rel_error"].get<double>());
+    if (k.contains("simulated_kernel_s") && k["measured_kernel_s"].get<double>() > 0)
+      kernel_errors[family(k)].push_back(
+          k["simulated_kernel_s"].get<double>() / k["measured_kernel_s"].get<double>() - 1);
     if (k["op"] == "step") {
       steps.push_back(e);
       continue;
@@ -462,6 +477,15 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
     return static_cast<int64_t>(
         std::count_if(v.begin(), v.end(), [&](double e) { return e <= bound; }));
   };
+  // The kernel model inside the collectives, apart from the network: per op family, every
+  // case whose benchmark measured its kernels' time.
+  nlohmann::json kernels = nlohmann::json::object();
+  for (const auto& [name, v] : kernel_errors) {
+    std::vector<double> abs_v;
+    for (double e : v) abs_v.push_back(std::fabs(e));
+    kernels[name] = stats(abs_v).to_json();
+    kernels[name]["median_rel_error"] = median(v);
+  }
   const Stats dense = stats(by_family_bw["dense_allreduce"]);
   const Stats comp = stats(by_family_bw["compressed_allreduce"]);
   auto meets = [](const Stats& x, double med, double mx) {
@@ -483,6 +507,12 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
           {"compute_bound", cb.to_json()},
           {"compute_bound_share_threshold", kComputeBoundShare},
           {"by_op", fam},
+          {"kernels",
+           {{"definition",
+             "per op family, over every case whose benchmark measured its compression "
+             "kernels' time (bench kernel_us, every rank's mean per call): rel_error of "
+             "simulated_kernel_s against measured_kernel_s, whatever the case's bound"},
+            {"by_op", kernels}}},
           {"steps", st.to_json()},
           {"steps_within_15pct", within(steps, 0.15)},
           {"latency_bound_share_threshold", kLatencyBoundShare},

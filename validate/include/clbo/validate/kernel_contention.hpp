@@ -60,7 +60,9 @@ double streaming_contention(const nlohmann::json& record, int ranks, const std::
 // than `time_sharing`, the cores' share alone (cpu_contention: max(1, p/C)). p single-threaded
 // copies on C cores cannot each run faster than C/p of a core, so a smaller measurement says
 // the copies did not all run at once (as before the start barrier: 1.56 for 4 copies on 2
-// cores on 2026-12-05), and the floor is what the cores alone imply.
+// cores on 2026-12-05), or, a few percent below, timing noise where the memory's limit is
+// the cores' too (1.98 for 4 copies on 2 cores, 2026-12-05), and the floor is what the cores
+// alone imply.
 struct StreamingFactor {
   double factor = 1;
   bool floored = false;  // the measurement was below time_sharing
