@@ -28,7 +28,8 @@ nlohmann::json KernelModel::to_json() const {
                      {"server_items_per_s", server_eps},
                      {"server_items_per_s_by_p", by_p},
                      {"compact_items_per_s", compact_eps},
-                     {"mask_items_per_s", mask_eps}};
+                     {"mask_items_per_s", mask_eps},
+                     {"scatter_items_per_s", scatter_eps}};
   if (llc_sharers > 0) {
     auto cached = [](const Cached& c) {
       return nlohmann::json{{"items_per_s", c.eps}, {"working_set_bytes", c.working_set_bytes}};
@@ -39,6 +40,8 @@ nlohmann::json KernelModel::to_json() const {
                   {"sharers", llc_sharers},
                   {"compress", cached(compress_cached)},
                   {"unpack", cached(unpack_cached)},
+                  {"compact", cached(compact_cached)},
+                  {"scatter", cached(scatter_cached)},
                   {"server_by_p", server}};
   }
   return j;
@@ -110,9 +113,20 @@ double KernelModel::unpack_s(size_t n, double ws) const {
   return seconds(static_cast<double>(n) * unpack_Bpe);
 }
 
+double KernelModel::sparse_compact_s(size_t n, size_t selected, double ws) const {
+  if (compact_eps > 0) return measured_s(*this, n, compact_eps, compact_cached, ws);
+  return seconds(static_cast<double>(n) * compact_Bpe +
+                 static_cast<double>(selected) * compact_selected_Bpe);
+}
+
+double KernelModel::sparse_scatter_s(size_t n, double ws) const {
+  if (scatter_eps > 0) return measured_s(*this, n, scatter_eps, scatter_cached, ws);
+  return compact_eps > 0 ? measured_s(*this, n, compact_eps, compact_cached, ws) : 0.0;
+}
+
 double KernelModel::compaction_s(size_t n, size_t selected) const {
   if (compact_eps > 0 && mask_eps > 0)
-    return static_cast<double>(n) / mask_eps + static_cast<double>(n) / compact_eps;
+    return static_cast<double>(n) / mask_eps + sparse_compact_s(n, selected) + sparse_scatter_s(n);
   return seconds(static_cast<double>(n) * compact_Bpe +
                  static_cast<double>(selected) * compact_selected_Bpe);
 }
@@ -187,7 +201,8 @@ void load_kernel_bench(KernelModel& k, const nlohmann::json& wrapped, const std:
       {{"BM_compress_fused", "BM_Compress"}, &k.compress_eps, &k.compress_cached},
       {{"BM_unpack_scale", "BM_Unpack"}, &k.unpack_eps, &k.unpack_cached},
       {{"BM_server_step", "BM_ServerStep"}, &k.server_eps, nullptr},
-      {{"BM_compact", "BM_MaskCompact"}, &k.compact_eps, nullptr},
+      {{"BM_compact", "BM_MaskCompact"}, &k.compact_eps, &k.compact_cached},
+      {{"BM_scatter"}, &k.scatter_eps, &k.scatter_cached},
       {{"BM_random_mask", "BM_RandomMask"}, &k.mask_eps, nullptr}};
   int found = 0;
   std::map<int, long> server_size_by_p, cached_size_by_p;

@@ -155,4 +155,43 @@ TEST(KernelModel, CachedWhileTheSharersFitStreamingOnceTheyFillTheCacheLogLogBet
 }
 
 }  // namespace
+// clbo's sparse allreduce computes around its ring what BM_compact and BM_scatter time (the
+// mask comes drawn); SLAMB's step on a GPU draws the mask first (compaction_s).
+TEST(KernelModel, TheSparseCallCompactsAndScattersAndOnlyTheGpuStepDrawsTheMask) {
+  nlohmann::json b = cpu_bench();
+  for (const auto& r :
+       {cached_row("BM_compact/1048576/real_time", 3e9, 4.7e6),
+        row("BM_compact/67108864/real_time", 2e9),
+        cached_row("BM_scatter/1048576/real_time", 1.5e9, 4.7e6),
+        row("BM_scatter/67108864/real_time", 1e9), row("BM_random_mask/67108864/real_time", 5e8)})
+    b["benchmarks"].push_back(r);
+  KernelModel k;
+  load_kernel_bench(k, b, "k.json");
+  EXPECT_DOUBLE_EQ(k.scatter_eps, 1e9);
+  EXPECT_DOUBLE_EQ(k.scatter_cached.eps, 1.5e9);
+  EXPECT_DOUBLE_EQ(k.compact_cached.eps, 3e9);
+  const size_t n = size_t{1} << 22;
+  EXPECT_DOUBLE_EQ(k.sparse_compact_s(n, n / 10), n / 2e9);
+  EXPECT_DOUBLE_EQ(k.sparse_scatter_s(n), n / 1e9);
+  EXPECT_DOUBLE_EQ(k.compaction_s(n, n / 10), n / 5e8 + n / 2e9 + n / 1e9)
+      << "the GPU step: draw, compact, scatter";
+  EXPECT_EQ(k.to_json()["measured"]["scatter_items_per_s"], 1e9);
+  // With the cache model on, both take their in-cache rates while the ranks fit.
+  k.llc_bytes = 33554432.0;
+  k.llc_sharers = 2;
+  EXPECT_DOUBLE_EQ(k.sparse_scatter_s(1 << 18, 1e6), (1 << 18) / 1.5e9);
+  EXPECT_DOUBLE_EQ(k.sparse_compact_s(1 << 18, 1 << 15, 1e6), (1 << 18) / 3e9);
+  // A file from before BM_scatter: the compaction's pass stands in for it.
+  KernelModel old;
+  b["benchmarks"].erase(b["benchmarks"].end() - 3, b["benchmarks"].end() - 1);
+  load_kernel_bench(old, b, "k.json");
+  EXPECT_EQ(old.scatter_eps, 0.0);
+  EXPECT_DOUBLE_EQ(old.sparse_scatter_s(n), n / 2e9);
+  // The roofline: the compaction's bytes count the scatter's, which adds nothing.
+  KernelModel roof;
+  roof.hbm_Bps = 1e10;
+  EXPECT_EQ(roof.sparse_scatter_s(n), 0.0);
+  EXPECT_DOUBLE_EQ(roof.sparse_compact_s(n, n / 10), roof.compaction_s(n, n / 10));
+}
+
 }  // namespace clbo::sim

@@ -218,3 +218,34 @@ TEST(MpiHost, AllPairsRoundsPayTheSoftwareCostOnePeerAfterAnother) {
       EXPECT_DOUBLE_EQ(s.start_latency_s, 6 * L) << s.label;
     }
 }
+
+// clbo's sparse allreduce gets its mask drawn (SLAMB's step draws it, outside the call): the
+// call compacts, runs the ring and scatters back, whatever the mask draw costs; the GPU
+// backends charge SLAMB's draw with the call.
+TEST(MpiHost, TheSparseAllreduceChargesCompactionAndScatterNotTheMaskDraw) {
+  const ClusterSpec c = test::small_cluster(4, 1);
+  const int p = 4;
+  const size_t n = size_t{1} << 20, kept = n / 10;
+  KernelModel k = kernels();
+  k.compact_eps = 2e9;
+  k.scatter_eps = 1e9;
+  ExpandOptions o = host();
+  o.param_count = n;
+  const CommCall call{CollKind::kSparseAllreduce, kept, DType::kF32, "m"};
+  auto compute = [&](const KernelModel& km, const ExpandOptions& opts) {
+    double t = 0;
+    for (const auto& s : expand_call(call, 0, c, p, km, opts)) t += s.compute_s;
+    return t;
+  };
+  const auto segs = expand_call(call, 0, c, p, k, o);
+  ASSERT_EQ(segs.size(), 3u);
+  EXPECT_DOUBLE_EQ(segs[0].compute_s, n / 2e9) << segs[0].label;
+  EXPECT_FALSE(segs[1].rounds.empty()) << "the ring between them";
+  EXPECT_DOUBLE_EQ(segs[2].compute_s, n / 1e9) << segs[2].label;
+  KernelModel slow_draw = k;
+  slow_draw.mask_eps = 1e6;
+  EXPECT_DOUBLE_EQ(compute(slow_draw, o), compute(k, o)) << "no mask drawn in the call";
+  ExpandOptions gpu = o;
+  gpu.backend = Backend::kNccl;
+  EXPECT_DOUBLE_EQ(compute(slow_draw, gpu), n / 1e6 + n / 2e9 + n / 1e9);
+}

@@ -209,12 +209,15 @@ sim::KernelModel kernel_model(const nlohmann::json& bench, const std::string& fi
       sim::bench_context_number(sim::google_benchmark_of(bench), "copy_bytes_per_second", file);
   k.hbm_Bps = (copy > 0 ? copy : 5e9) / streaming_contention;
   k.efficiency = 1.0;
-  for (double* eps : {&k.compress_eps, &k.unpack_eps, &k.server_eps, &k.compact_eps})
+  for (double* eps :
+       {&k.compress_eps, &k.unpack_eps, &k.server_eps, &k.compact_eps, &k.scatter_eps})
     *eps /= streaming_contention;
   for (auto& [p, eps] : k.server_eps_by_p) eps /= streaming_contention;
   k.mask_eps /= contention;  // the mask draw computes (Philox) and writes 1 bit per element
   k.compress_cached.eps /= contention;
   k.unpack_cached.eps /= contention;
+  k.compact_cached.eps /= contention;
+  k.scatter_cached.eps /= contention;
   for (auto& [p, c] : k.server_cached_by_p) c.eps /= contention;
   // Every emulated host is this one machine: all the ranks' buffers share its cache.
   k.llc_sharers = std::max(1, ranks);

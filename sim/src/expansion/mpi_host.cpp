@@ -91,6 +91,12 @@ std::vector<Round> side_by_side(int p, const OnebitExchange& a, const OnebitExch
   return r;
 }
 
+// What one rank of clbo's sparse allreduce keeps live over n elements with `kept` of them
+// selected: the buffer (4 B), the mask (1/8 B) and the compacted values (4 B each), bytes.
+double sparse_working_set_bytes(size_t n, size_t kept) {
+  return 4.125 * static_cast<double>(n) + 4.0 * static_cast<double>(kept);
+}
+
 std::vector<Round> clbo_ring(const CommCall& call, int p) {
   return ring_allreduce_rounds(p, call.count, dtype_bytes(call.dtype));
 }
@@ -160,13 +166,19 @@ std::vector<Segment> mpi_host_expand_call(const CommCall& call, int idx, const C
     throw InputError("simulate", "mpi_all_pairs_efficiency",
                      fmt::format("{}", o.mpi_all_pairs_efficiency), "must be in (0, 1]");
   switch (call.kind) {
-    case CollKind::kSparseAllreduce:
-      return {compute_segment("compaction (shared mask + gather)", idx,
-                              km.compaction_s(o.param_count, call.count), true),
+    case CollKind::kSparseAllreduce: {
+      // clbo's sparse_allreduce_sum gets its mask drawn (by SLAMB's step, or once by the
+      // benchmark): the call compacts, runs the ring, and scatters back.
+      const double ws =
+          sparse_working_set_bytes(o.param_count, call.count) + o.resident_bytes_per_rank;
+      return {compute_segment("compaction (the given mask + gather)", idx,
+                              km.sparse_compact_s(o.param_count, call.count, ws), true),
               mpi_segment(fmt::format("sparse allreduce {} {} (clbo ring of the compacted "
                                       "values)",
                                       call.what, to_string(call.dtype)),
-                          idx, clbo_ring(call, p), c, o, false)};
+                          idx, clbo_ring(call, p), c, o, false),
+              compute_segment("scatter back", idx, km.sparse_scatter_s(o.param_count, ws), true)};
+    }
     case CollKind::kAllreduce:
       return dense_allreduce(call, idx, c, p, o);
     case CollKind::kCompressedAllreduce:

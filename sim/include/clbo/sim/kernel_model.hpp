@@ -18,11 +18,12 @@ struct KernelModel {
   double efficiency = 0.85;
   double compress_Bpe = 20.125;     // error feedback + sign + RMS scale, bytes per element
   double unpack_Bpe = 4.125;        // bits → scaled fp32
-  double compact_Bpe = 4.125;       // SLAMB: mask draw + read m, per element of the buffer
+  double compact_Bpe = 4.125;       // SLAMB: the mask (1/8) + read m, per element of the buffer
   double compact_selected_Bpe = 8;  // SLAMB: write, read back and scatter a selected value
   // Measured rates in elements per second (0: use the roofline), from `clbo bench kernels`
   // Google Benchmark JSON (CPU or CUDA binary): see load_kernel_bench().
   double compress_eps = 0, unpack_eps = 0, server_eps = 0, compact_eps = 0, mask_eps = 0;
+  double scatter_eps = 0;  // 0: not measured (benchmark files before 2026-12-05)
   // The server step's rate per element of its slice by the pieces p it decodes, where the
   // benchmark names p (the CPU binary's c:<c>/p:<p>); server_s interpolates the time per
   // element linearly in p between them, and takes the nearest outside. Empty: server_eps.
@@ -34,7 +35,7 @@ struct KernelModel {
     double eps = 0;                // elements per second; 0: not measured
     double working_set_bytes = 0;  // what the benchmark kept live while it ran at eps
   };
-  Cached compress_cached, unpack_cached;
+  Cached compress_cached, unpack_cached, compact_cached, scatter_cached;
   std::map<int, Cached> server_cached_by_p;
   // The last-level cache the ranks' buffers share (bytes; the benchmark's sysfs size) and how
   // many ranks share it; llc_sharers = 0: no cache model, every kernel at its streaming rate.
@@ -58,7 +59,17 @@ struct KernelModel {
   // still hit falls as the total grows). No cache model or nothing measured: streaming_s.
   double kernel_s(double streaming_s, double cached_s, double cached_working_set_bytes,
                   double working_set_bytes) const;
-  // SLAMB: draw the mask and compact the selected momenta over a buffer of n elements.
+  // What clbo's sparse_allreduce_sum computes around its ring, the mask given: compact the
+  // `selected` kept values of n elements before it, scatter them back after it (its
+  // mask_count, a popcount of n/8 bytes, is not charged). Without a measured scatter its
+  // stand-in is the compaction's pass over the same mask; on the roofline the compaction's
+  // bytes count the scatter's too (compact_selected_Bpe), and the scatter is 0.
+  // working_set_bytes as above.
+  double sparse_compact_s(size_t n, size_t selected, double working_set_bytes = 0) const;
+  double sparse_scatter_s(size_t n, double working_set_bytes = 0) const;
+  // SLAMB's step on a GPU as the papers' code runs it: draw the mask, then the sparse call's
+  // kernels. clbo's MPI backend on CPU ranks charges the two above only: there the draw is
+  // part of the optimizer step (SLAMB's build_mask), outside the collective.
   double compaction_s(size_t n, size_t selected) const;
 };
 
