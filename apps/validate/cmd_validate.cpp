@@ -51,7 +51,7 @@ struct Args {
 
 constexpr const char* kPython = "/usr/bin/python3";  // where Debian's mininet module lives
 constexpr const char* kKernelFilter =
-    "--benchmark_filter=BM_(compress_fused|unpack_scale|server_step|compact|random_mask)/";
+    "--benchmark_filter=BM_(compress_fused|unpack_scale|server_step|compact|scatter|random_mask)/";
 
 volatile std::sig_atomic_t g_signal = 0;
 // The running children (several only while the streaming contention is measured).
@@ -532,6 +532,15 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
   }
   clbo::write_json_atomic(out, result);
   std::cout << cases_table(cases, summary);
+  if (const auto& st = summary["steal"]; st["cases_over"].get<int64_t>() > 0)
+    std::cerr << fmt::format(
+        "[clbo] validate: warning: {} cases were measured while the hypervisor took over "
+        "{:.0f}% of the CPUs (steal, up to {:.0f}%; clusters {}): they measured a slower "
+        "machine than the one their probes and kernel rates describe. Rerun on a quiet "
+        "machine to compare the model with these clusters (summary.steal).\n",
+        st["cases_over"].get<int64_t>(), 100 * st["threshold"].get<double>(),
+        100 * st["max_share"].get<double>(),
+        fmt::join(st["clusters_over"].get<std::vector<std::string>>(), ", "));
   std::cout << "wrote " << out << std::endl;
   return 0;
 }

@@ -253,8 +253,13 @@ def run_cluster(index, total, c, work_dir, nice=0):
                 record["jobs"][job["id"]] = {"rc": rc, "wall_s": wall, "log": log,
                                              "loadavg_after": loadavg(),
                                              "cpu_split": cpu_split(ticks, cpu_ticks())}
-                progress("cluster %d/%d: job %d/%d %s: exit %d in %.1f s (load %.2f)" %
-                         (index, total, j + 1, len(jobs), job["id"], rc, wall, loadavg()[0]))
+                split = record["jobs"][job["id"]]["cpu_split"]
+                # The hypervisor taking the CPUs makes the job measure a slower machine.
+                stolen = (", steal %.0f%%" % (100 * split["steal"])
+                          if split and split["steal"] > 0.05 else "")
+                progress("cluster %d/%d: job %d/%d %s: exit %d in %.1f s (load %.2f%s)" %
+                         (index, total, j + 1, len(jobs), job["id"], rc, wall, loadavg()[0],
+                          stolen))
                 if rc != 0:
                     with open(log, errors="replace") as f:
                         tail = f.read()[-1500:]

@@ -84,7 +84,7 @@ void summary_table(Document& doc, const ResultsFile& f) {
   row("latency-bound (all ops)", need(s, "latency_bound", f));
   if (s.contains("compute_bound")) row("compute-bound (all ops)", s["compute_bound"]);
   row("optimizer steps", need(s, "steps", f));
-  // Runs since 2026-12-06 also score the kernel model inside the collectives.
+  // Runs since 2026-12-05 also score the kernel model inside the collectives.
   if (s.contains("kernels") && s["kernels"].contains("by_op"))
     for (const auto& [op, v] : s["kernels"]["by_op"].items())
       row("  compression kernels' time: " + op + " (every case, median signed " +
@@ -97,6 +97,18 @@ void summary_table(Document& doc, const ResultsFile& f) {
       tg.value("definition", std::string("see docs/validation.md")),
       yes_no(tg.value("dense_allreduce_met", json())),
       yes_no(tg.value("compressed_allreduce_met", json())), yes_no(tg.value("steps_met", json()))));
+  // Runs since 2026-12-05 record the CPU the hypervisor took during each case's job.
+  if (s.contains("steal") && s["steal"].value("max_share", json()).is_number()) {
+    const json& st = s["steal"];
+    std::string clusters;
+    for (const auto& c : st.value("clusters_over", json::array()))
+      clusters += (clusters.empty() ? "" : ", ") + c.get<std::string>();
+    doc.paragraph(fmt::format(
+        "Stolen CPU: {} cases were measured while the hypervisor took over {} of the CPUs "
+        "(at most {}{}); they still score, on a slower machine than their probes describe.",
+        st.value("cases_over", 0), pct(st.value("threshold", json())),
+        pct(st.value("max_share", json())), clusters.empty() ? "" : "; clusters " + clusters));
+  }
 }
 
 void clusters_table(Document& doc, const ResultsFile& f) {

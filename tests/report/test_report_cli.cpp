@@ -228,6 +228,19 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
       << md;
   EXPECT_NE(md.find("dense allreduce met, compressed allreduce not met"), std::string::npos) << md;
   EXPECT_NE(md.find("load average 0.400 at the start"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Stolen CPU"), std::string::npos) << "no steal recorded: no line";
+  // A run that recorded the hypervisor's steal says how many cases it touched, and where.
+  v["summary"]["steal"] = {{"threshold", 0.05},
+                           {"cases_over", 3},
+                           {"max_share", 0.18},
+                           {"clusters_over", {"ss-h4-r1-200M"}}};
+  write_json("results/validation/quick.json", v);
+  ASSERT_EQ(report().exit_code, 0);
+  const std::string stolen = clbo::test::slurp(path("reports/validation.md"));
+  EXPECT_NE(stolen.find("Stolen CPU: 3 cases were measured while the hypervisor took over 5.0% "
+                        "of the CPUs (at most 18.0%; clusters ss-h4-r1-200M)"),
+            std::string::npos)
+      << stolen;
 }
 
 TEST_F(ReportCli, UnknownFormatIsRefused) {

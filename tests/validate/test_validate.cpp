@@ -349,8 +349,12 @@ TEST(ValidateModel, KernelRatesSlowByTheirContentionAndEveryRankSharesTheCache) 
         r("BM_compress_fused/67108864/real_time", 6e8, false),
         r("BM_server_step/c:1048576/p:4/real_time", 8e8, true),
         r("BM_server_step/c:67108864/p:4/real_time", 6e8, false),
-        r("BM_random_mask/67108864/real_time", 1e9, false)}}};
+        r("BM_random_mask/67108864/real_time", 1e9, false),
+        r("BM_scatter/1048576/real_time", 1.6e9, true),
+        r("BM_scatter/67108864/real_time", 1.2e9, false)}}};
   const sim::KernelModel k = kernel_model(bench, "k.json", 2.0, 3.0, 4);
+  EXPECT_DOUBLE_EQ(k.scatter_eps, 4e8) << "the sparse call's scatter streams: likewise";
+  EXPECT_DOUBLE_EQ(k.scatter_cached.eps, 8e8);
   EXPECT_DOUBLE_EQ(k.compress_eps, 2e8) << "from memory: the streaming contention";
   EXPECT_DOUBLE_EQ(k.compress_cached.eps, 1e9) << "in cache: the compute contention";
   EXPECT_DOUBLE_EQ(k.server_eps_by_p.at(4), 2e8) << "the by-p rates are the ones server_s uses";
@@ -486,6 +490,24 @@ TEST(ValidateSummary, MediansMaximaAndBoundsAreSeparate) {
   EXPECT_NEAR(
       s["by_op"]["dense_allreduce"]["bandwidth_bound"]["median_abs_rel_error"].get<double>(), 0.075,
       1e-12);
+}
+
+// Cases measured while the hypervisor took the CPUs (steal over kStealShare in the job that
+// measured them) are counted and named, not dropped: every case still scores.
+TEST(ValidateSummary, StolenCpuIsReportedPerClusterAndScoresStay) {
+  auto k = [](const char* cluster, nlohmann::json steal) {
+    return nlohmann::json{{"op", "allreduce"},   {"cluster", cluster},   {"measured_s", 1.0},
+                          {"simulated_s", 1.1},  {"bound", "bandwidth"}, {"rel_error", 0.1},
+                          {"steal_share", steal}};
+  };
+  const nlohmann::json s =
+      summarize({k("a", 0.01), k("b", 0.2), k("b", 0.3), k("c", nullptr), k("d", kStealShare)});
+  EXPECT_EQ(s["steal"]["cases_over"], 2);
+  EXPECT_EQ(s["steal"]["clusters_over"], nlohmann::json::array({"b"}));
+  EXPECT_DOUBLE_EQ(s["steal"]["max_share"].get<double>(), 0.3);
+  EXPECT_EQ(s["bandwidth_bound"]["cases"], 5) << "stolen cases still score";
+  EXPECT_TRUE(summarize({k("c", nullptr)})["steal"]["max_share"].is_null())
+      << "records without the CPU split: unknown, not 0";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "clbo/core/error.hpp"
 #include "clbo/kernels/mask.hpp"
@@ -75,6 +76,16 @@ nlohmann::json base_case(const ClusterConfig& c) {
           {"oversubscription", c.topology == sim::TopologyKind::kTwoLevel
                                    ? nlohmann::json(c.oversubscription)
                                    : nlohmann::json(nullptr)}};
+}
+
+// The share of the CPUs the hypervisor took (steal) while the emulation's job `job` ran, null
+// where the record has none (work folders kept before the emulation split the CPU time).
+nlohmann::json steal_share(const nlohmann::json& record, const std::string& job) {
+  if (!record.contains("jobs") || !record["jobs"].contains(job)) return nullptr;
+  const auto& j = record["jobs"][job];
+  if (!j.contains("cpu_split") || !j["cpu_split"].is_object() || !j["cpu_split"].contains("steal"))
+    return nullptr;
+  return j["cpu_split"]["steal"];
 }
 
 // compute_s: the simulated time every rank spends computing (kernels, and for steps the
@@ -235,6 +246,7 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
       k["measured_s"] = row["time_us"].get<double>() * 1e-6;
       // The timed calls behind measured_s (bench --min-time; absent in older bench files).
       k["measured_iterations"] = row.contains("iterations") ? row["iterations"] : nullptr;
+      k["steal_share"] = steal_share(m.record, m.jobs[j].id);
       // The compression kernels' share of it, every rank's mean (bench's kernel_us; absent
       // in older bench files and for ops without kernels): what the kernel model predicts,
       // apart from the network.
@@ -326,6 +338,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       k["algo"] = nullptr;
       k["bytes"] = static_cast<uint64_t>(measured_bytes / static_cast<double>(steps.size()));
       k["first_step"] = kind.first_step;
+      k["steal_share"] = steal_share(m.record, "steps");
       const std::vector<size_t> used = steady(steps);
       nlohmann::json parts = nlohmann::json::object();
       for (const char* col :
@@ -452,7 +465,18 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
   std::vector<double> bw, lat, cpu, steps;
   std::map<std::string, std::vector<double>> by_family_bw, by_family_lat, by_family_cpu;
   std::map<std::string, std::vector<double>> kernel_errors;  // signed, any bound
+  int64_t stolen = 0;
+  nlohmann::json max_steal = nullptr;
+  std::set<std::string> stolen_clusters;
   for (const auto& k : cases) {
+    if (k.contains("steal_share") && k["steal_share"].is_number()) {
+      const double sh = k["steal_share"].get<double>();
+      if (max_steal.is_null() || sh > max_steal.get<double>()) max_steal = sh;
+      if (sh > kStealShare) {
+        ++stolen;
+        stolen_clusters.insert(k["cluster"].get<std::string>());
+      }
+    }
     const double e = std::fabs(k["rel_error"].get<double>());
     if (k.contains("simulated_kernel_s") && k["measured_kernel_s"].get<double>() > 0)
       kernel_errors[family(k)].push_back(
@@ -513,6 +537,15 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
              "kernels' time (bench kernel_us, every rank's mean per call): rel_error of "
              "simulated_kernel_s against measured_kernel_s, whatever the case's bound"},
             {"by_op", kernels}}},
+          {"steal",
+           {{"definition",
+             "the share of the machine's CPUs the hypervisor took (/proc/stat steal) during "
+             "the job that measured a case; over the threshold the case measured a slower "
+             "machine than the one its cluster's probes and kernel rates describe"},
+            {"threshold", kStealShare},
+            {"cases_over", stolen},
+            {"max_share", max_steal},
+            {"clusters_over", stolen_clusters}}},
           {"steps", st.to_json()},
           {"steps_within_15pct", within(steps, 0.15)},
           {"latency_bound_share_threshold", kLatencyBoundShare},
