@@ -91,6 +91,12 @@ def validate_plan(plan):
         raise ValueError("work_dir: required")
     if not isinstance(plan.get("nice", 0), int) or not -20 <= plan.get("nice", 0) <= 19:
         raise ValueError("nice: %r is not in -20..19" % plan.get("nice"))
+    retries = plan.get("steal_retries", 0)
+    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 3:
+        raise ValueError("steal_retries: %r is not in 0..3" % retries)
+    threshold = plan.get("steal_threshold", 0.05)
+    if not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise ValueError("steal_threshold: %r is not in (0, 1)" % threshold)
     for i, c in enumerate(plan.get("clusters", [])):
         cfg = c.get("config", {})
         where = "clusters[%d].config" % i
@@ -114,6 +120,17 @@ def validate_plan(plan):
             if job.get("map_by", "slot") not in ("slot", "node"):
                 raise ValueError("clusters[%d].jobs[%d].map_by: %r is not slot or node" %
                                  (i, j, job.get("map_by")))
+
+
+def worst_steal(record):
+    """The job of a cluster's record during which the hypervisor took the largest share of the
+    machine's CPUs (steal), and that share: (None, 0.0) when no job split its CPU time."""
+    worst = (None, 0.0)
+    for name, job in sorted(record.get("jobs", {}).items()):
+        split = job.get("cpu_split")
+        if split and split.get("steal", 0.0) > worst[1]:
+            worst = (name, split["steal"])
+    return worst
 
 
 def niced(argv, nice):
@@ -286,8 +303,26 @@ def run_plan(plan_path):
         work_dir = plan["work_dir"]
         records = []
         clusters = plan["clusters"]
+        retries = plan.get("steal_retries", 0)
+        threshold = plan.get("steal_threshold", 0.05)
         for i, c in enumerate(clusters):
-            records.append(run_cluster(i + 1, len(clusters), c, work_dir, plan.get("nice", 0)))
+            earlier = []
+            while True:
+                record = run_cluster(i + 1, len(clusters), c, work_dir, plan.get("nice", 0))
+                job, share = worst_steal(record)
+                if share <= threshold or len(earlier) >= retries:
+                    break
+                # The hypervisor took the CPUs: the jobs measured a slower machine than the
+                # probes describe. Measure the whole cluster again (its files are rewritten).
+                progress("cluster %d/%d: the hypervisor took %.0f%% of the CPUs during %s: "
+                         "measuring the cluster again (%d of %d)" %
+                         (i + 1, len(clusters), 100 * share, job, len(earlier) + 1, retries))
+                earlier.append({"worst_job": job, "steal": share,
+                                "cpu_splits": {n: j.get("cpu_split")
+                                               for n, j in sorted(record["jobs"].items())}})
+            if earlier:
+                record["earlier_attempts"] = earlier
+            records.append(record)
         out = {"schema": "clbo.emu.measured/1", "clusters": records}
         tmp = os.path.join(work_dir, "measured.json.tmp")
         with open(tmp, "w") as f:

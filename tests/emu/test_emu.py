@@ -217,9 +217,48 @@ def test_bad_plan(emu_dir):
     text, _ = p.communicate(timeout=60)
     if p.returncode != 2 or "clusters[0].config.topology" not in text or "ring" not in text:
         fail("bad topology: exit %d, %s" % (p.returncode, text))
+    plan["clusters"][0]["config"]["topology"] = "single_switch"
+    plan["steal_retries"] = 9
+    json.dump(plan, open(path, "w"))
+    p = run_emu(emu_dir, path)
+    text, _ = p.communicate(timeout=60)
+    if p.returncode != 2 or "steal_retries" not in text or "9" not in text:
+        fail("bad steal_retries: exit %d, %s" % (p.returncode, text))
     if leftovers():
         fail("a bad plan created something: %r" % leftovers())
     print("ok: a bad plan is refused (exit 2, names the field) before anything is created")
+    # Which job the hypervisor disturbed most decides whether a cluster is measured again.
+    from clbo_emu import runner
+    record = {"jobs": {"a": {"cpu_split": {"steal": 0.02}}, "b": {"cpu_split": None},
+                       "c": {"cpu_split": {"steal": 0.18}}, "d": {}}}
+    if runner.worst_steal(record) != ("c", 0.18):
+        fail("worst_steal: %r" % (runner.worst_steal(record),))
+    if runner.worst_steal({"jobs": {"b": {"cpu_split": None}}}) != (None, 0.0):
+        fail("worst_steal without splits: %r" % (runner.worst_steal({"jobs": {}}),))
+    print("ok: the job with the most steal is found; none without CPU splits")
+    # A disturbed cluster is measured again, up to steal_retries times, and keeps every
+    # attempt's splits (run_cluster stood in for: no namespaces needed for the decision).
+    shares = iter([0.2, 0.1, 0.01])
+    runs = []
+
+    def fake_run_cluster(index, total, c, work_dir, nice=0):
+        runs.append(c["id"])
+        return {"id": c["id"], "jobs": {"bench": {"cpu_split": {"steal": next(shares)}}}}
+    real = runner.run_cluster
+    runner.run_cluster = fake_run_cluster
+    try:
+        plan["steal_retries"] = 1
+        json.dump(plan, open(path, "w"))
+        if runner.run_plan(path) != 0:
+            fail("run_plan with a stand-in cluster failed")
+    finally:
+        runner.run_cluster = real
+    rec = json.load(open(os.path.join(work, "measured.json")))["clusters"][0]
+    if runs != ["c0", "c0"] or rec["jobs"]["bench"]["cpu_split"]["steal"] != 0.1:
+        fail("steal_retries 1: ran %r, kept %r" % (runs, rec))
+    if [a["steal"] for a in rec.get("earlier_attempts", [])] != [0.2]:
+        fail("the earlier attempt is not kept: %r" % rec)
+    print("ok: a cluster the hypervisor disturbed is measured again once, both attempts kept")
 
 
 def test_probe(emu_dir, tree_probe):

@@ -158,6 +158,19 @@ TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   const nlohmann::json nplan = emu_plan(ns, t);
   EXPECT_EQ(nplan["clusters"][0]["jobs"].back()["id"], "calibration");
   EXPECT_EQ(plan["nice"], -10);
+  EXPECT_EQ(plan["steal_retries"], 0) << "measured once unless the grid asks";
+  EXPECT_DOUBLE_EQ(plan["steal_threshold"].get<double>(), kStealShare);
+  nlohmann::json rg = grid();
+  rg["steal_retries"] = 2;
+  EXPECT_EQ(emu_plan(parse_validation_spec(rg, "g.json", 2, 24e9), t)["steal_retries"], 2);
+  rg["steal_retries"] = 4;
+  try {
+    parse_validation_spec(rg, "g.json", 2, 24e9);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "steal_retries");
+    EXPECT_EQ(e.value(), "4");
+  }
   const nlohmann::json exp = steps_experiment(s, s.clusters[4]);
   EXPECT_EQ(exp["workers"], 16);
   EXPECT_EQ(exp["batch_size"], 16 * 256);

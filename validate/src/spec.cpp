@@ -317,6 +317,7 @@ ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string&
   }
   s.nice = static_cast<int>(r.number_in("nice", s.nice, -20, true, 19, true));
   if (j.contains("nice") && !j["nice"].is_number_integer()) r.fail("nice", "expected an integer");
+  s.steal_retries = r.integer<int>("steal_retries", s.steal_retries, 0, 3);
   r.ignore("steps");
   if (j.contains("steps") && !j["steps"].is_null()) {
     ConfigReader st(j["steps"], file, "steps");

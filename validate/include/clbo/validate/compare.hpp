@@ -21,10 +21,6 @@
 namespace clbo::validate {
 
 inline constexpr double kLatencyBoundShare = 0.2;
-// A case is measured on a disturbed machine when the hypervisor took more than this share of
-// the CPUs (/proc/stat's steal) during the job that measured it: the times are a slower
-// machine's than the one the cluster's probes and kernel rates describe (summary.steal).
-inline constexpr double kStealShare = 0.05;
 // Else compute-bound when the ranks' computing (compression kernels; for steps also the
 // gradient and the optimizer's arithmetic) is over half of the simulated time: then the CPU
 // contention model, not the network's, sets the time.

@@ -14,7 +14,10 @@
 //    "bench": {"iters": 2, "warmup": 1, "min_time_s": 0.1},
 //    "steps": {"optimizers": ["Adam", "Lamb", ...], "steps": 10, "batch_per_worker": 256},
 //    "probes": {"pingpong_count": 1000, "bulk_seconds": 1.5},
-//    "nice": -10}                         (the emulation's priority, emu/clbo_emu/runner.py)
+//    "nice": -10,                         (the emulation's priority, emu/clbo_emu/runner.py)
+//    "steal_retries": 0}                  (measure a cluster again, up to this many times,
+//                                          while the hypervisor takes over 5% of the CPUs
+//                                          during one of its jobs)
 //
 // A list in a cluster entry expands into one cluster per value (the product over the
 // entry's lists). Every field is checked before anything starts: an unknown op or
@@ -79,7 +82,16 @@ struct ValidationSpec {
   int pingpong_count = 1000;
   double bulk_seconds = 1.5;
   int nice = -10;
+  // A cluster during one of whose jobs the hypervisor took over 5% of the CPUs (steal) is
+  // measured again, up to this many times; every attempt's CPU splits stay in its record.
+  int steal_retries = 0;
 };
+
+// A case is measured on a disturbed machine when the hypervisor took more than this share of
+// the CPUs (/proc/stat's steal) during the job that measured it: the times are a slower
+// machine's than the one the cluster's probes and kernel rates describe (summary.steal; the
+// emulation measures such a cluster again when the grid's steal_retries allows).
+inline constexpr double kStealShare = 0.05;
 
 const std::vector<std::string>& op_names();  // "allreduce:native", ...
 
