@@ -51,6 +51,23 @@ char* at(void* base, size_t offset) {
 // neither answers its peers' rendezvous nor refills its sockets, so its links run idle. A
 // sleeper is woken by its timer and preempts promptly, and while it sleeps, oversubscribed
 // peers (more ranks than cores) have the CPU.
+// The nap, 20 µs unless CLBO_MPI_POLL_NAP_US (1..100000) sets it: an expert override for
+// measuring what the naps cost where ranks share cores (docs/validation.md, "CPU
+// contention": each napping rank takes 10-15% of a core). Read once; a bad value is an error.
+std::chrono::microseconds poll_nap() {
+  static const std::chrono::microseconds nap = [] {
+    const char* v = std::getenv("CLBO_MPI_POLL_NAP_US");
+    if (!v || !*v) return std::chrono::microseconds{20};
+    char* end = nullptr;
+    const long us = std::strtol(v, &end, 10);
+    if (*end != '\0' || us < 1 || us > 100000)
+      throw InputError("environment", "CLBO_MPI_POLL_NAP_US", v,
+                       "the MPI poller's nap: an integer number of microseconds in 1..100000");
+    return std::chrono::microseconds{us};
+  }();
+  return nap;
+}
+
 class Poller {
  public:
   explicit Poller(double timeout_s)
@@ -60,12 +77,13 @@ class Poller {
   // Returns false once the deadline has passed.
   bool pause() {
     const auto now = std::chrono::steady_clock::now();
-    if (now - start_ >= kSpin) std::this_thread::sleep_for(kNap);
+    if (now - start_ >= kSpin) std::this_thread::sleep_for(nap_);
     return now < deadline_;
   }
 
  private:
-  static constexpr std::chrono::microseconds kSpin{50}, kNap{20};
+  static constexpr std::chrono::microseconds kSpin{50};
+  const std::chrono::microseconds nap_ = poll_nap();
   std::chrono::steady_clock::time_point start_, deadline_;
 };
 
@@ -157,6 +175,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiOptions options)
   }
   if (!(options_.timeout_s > 0))
     throw Error(fmt::format("mpi: timeout_s must be positive, got {}", options_.timeout_s));
+  poll_nap();  // a bad CLBO_MPI_POLL_NAP_US fails here, before any message
   // The poller's naps are 20 µs; the kernel's default timer slack (50 µs) would stretch each
   // to about 70 µs, on top of the message's own latency.
   ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
