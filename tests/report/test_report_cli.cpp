@@ -233,7 +233,7 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
   v["summary"]["steal"] = {{"threshold", 0.05},
                            {"cases_over", 3},
                            {"max_share", 0.18},
-                           {"clusters_over", {"ss-h4-r1-200M"}}};
+                           {"clusters_over", json::array({"ss-h4-r1-200M"})}};
   write_json("results/validation/quick.json", v);
   ASSERT_EQ(report().exit_code, 0);
   const std::string stolen = clbo::test::slurp(path("reports/validation.md"));
