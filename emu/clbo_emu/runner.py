@@ -54,6 +54,9 @@ def loadavg():
 
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+# The steal share over which a job measured a disturbed machine (clbo validate's kStealShare,
+# which its plans pass as steal_threshold).
+STEAL_THRESHOLD = 0.05
 
 
 def cpu_ticks():
@@ -94,7 +97,7 @@ def validate_plan(plan):
     retries = plan.get("steal_retries", 0)
     if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 3:
         raise ValueError("steal_retries: %r is not in 0..3" % retries)
-    threshold = plan.get("steal_threshold", 0.05)
+    threshold = plan.get("steal_threshold", STEAL_THRESHOLD)
     if not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
         raise ValueError("steal_threshold: %r is not in (0, 1)" % threshold)
     for i, c in enumerate(plan.get("clusters", [])):
@@ -220,7 +223,7 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
     return out
 
 
-def run_cluster(index, total, c, work_dir, nice=0):
+def run_cluster(index, total, c, work_dir, nice=0, steal_threshold=STEAL_THRESHOLD):
     cfg = c["config"]
     folder = os.path.join(work_dir, c["id"])
     os.makedirs(folder, exist_ok=True)
@@ -273,7 +276,7 @@ def run_cluster(index, total, c, work_dir, nice=0):
                 split = record["jobs"][job["id"]]["cpu_split"]
                 # The hypervisor taking the CPUs makes the job measure a slower machine.
                 stolen = (", steal %.0f%%" % (100 * split["steal"])
-                          if split and split["steal"] > 0.05 else "")
+                          if split and split["steal"] > steal_threshold else "")
                 progress("cluster %d/%d: job %d/%d %s: exit %d in %.1f s (load %.2f%s)" %
                          (index, total, j + 1, len(jobs), job["id"], rc, wall, loadavg()[0],
                           stolen))
@@ -304,11 +307,12 @@ def run_plan(plan_path):
         records = []
         clusters = plan["clusters"]
         retries = plan.get("steal_retries", 0)
-        threshold = plan.get("steal_threshold", 0.05)
+        threshold = plan.get("steal_threshold", STEAL_THRESHOLD)
         for i, c in enumerate(clusters):
             earlier = []
             while True:
-                record = run_cluster(i + 1, len(clusters), c, work_dir, plan.get("nice", 0))
+                record = run_cluster(i + 1, len(clusters), c, work_dir, plan.get("nice", 0),
+                                     threshold)
                 job, share = worst_steal(record)
                 if share <= threshold or len(earlier) >= retries:
                     break

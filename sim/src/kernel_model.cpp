@@ -121,7 +121,7 @@ double KernelModel::sparse_compact_s(size_t n, size_t selected, double ws) const
 
 double KernelModel::sparse_scatter_s(size_t n, double ws) const {
   if (scatter_eps > 0) return measured_s(*this, n, scatter_eps, scatter_cached, ws);
-  return compact_eps > 0 ? measured_s(*this, n, compact_eps, compact_cached, ws) : 0.0;
+  return compact_eps > 0 ? sparse_compact_s(n, 0, ws) : 0.0;  // the compaction stands in
 }
 
 double KernelModel::compaction_s(size_t n, size_t selected) const {

@@ -241,7 +241,7 @@ def test_bad_plan(emu_dir):
     shares = iter([0.2, 0.1, 0.01])
     runs = []
 
-    def fake_run_cluster(index, total, c, work_dir, nice=0):
+    def fake_run_cluster(index, total, c, work_dir, nice=0, steal_threshold=None):
         runs.append(c["id"])
         return {"id": c["id"], "jobs": {"bench": {"cpu_split": {"steal": next(shares)}}}}
     real = runner.run_cluster

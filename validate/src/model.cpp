@@ -214,10 +214,9 @@ sim::KernelModel kernel_model(const nlohmann::json& bench, const std::string& fi
     *eps /= streaming_contention;
   for (auto& [p, eps] : k.server_eps_by_p) eps /= streaming_contention;
   k.mask_eps /= contention;  // the mask draw computes (Philox) and writes 1 bit per element
-  k.compress_cached.eps /= contention;
-  k.unpack_cached.eps /= contention;
-  k.compact_cached.eps /= contention;
-  k.scatter_cached.eps /= contention;
+  for (sim::KernelModel::Cached* c :
+       {&k.compress_cached, &k.unpack_cached, &k.compact_cached, &k.scatter_cached})
+    c->eps /= contention;
   for (auto& [p, c] : k.server_cached_by_p) c.eps /= contention;
   // Every emulated host is this one machine: all the ranks' buffers share its cache.
   k.llc_sharers = std::max(1, ranks);
