@@ -1,7 +1,8 @@
 """EmuCluster: one emulated cluster configuration, up for the duration of a `with` block.
 
-    with EmuCluster(config, slot) as cluster:
+    with EmuCluster(config, slot, congestion_control="reno") as cluster:
         cluster.hosts        # [(name, ip, shell pid)] in rank-placement order
+        cluster.tcp          # the TCP settings every host runs with (read back)
         cluster.run(argv, host=0, timeout=60)   # a command inside host 0's namespace
 
 Leaving the block (normally, by an exception, or by the SIGTERM/SIGINT/SIGHUP handlers of
@@ -10,6 +11,7 @@ Mininet and checks that no interface of the slot is left.
 """
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -22,12 +24,22 @@ from . import lifetime, names
 from .topology import ClusterTopo, ShapedLink
 
 
+# A congestion control's name as the kernel lists it (reno, cubic, bbr, ...).
+CONGESTION_CONTROL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+TCP_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle")
+
+
 class EmuCluster:
-    def __init__(self, config, slot):
+    def __init__(self, config, slot, congestion_control=None):
+        """congestion_control: the TCP congestion control every emulated host runs (set in its
+        own namespace, the machine's stays as it is); None keeps the one a new namespace
+        inherits."""
         self.config = config
         self.slot = slot
+        self.congestion_control = congestion_control
         self.net = None
         self.hosts = []
+        self.tcp = {}
         self._children = []
 
     def __enter__(self):
@@ -41,6 +53,7 @@ class EmuCluster:
                 h.cmd("ip addr add %s/32 dev lo" % names.marker_address(self.slot, i + 1))
             self.hosts = [(h.name, h.IP(), h.pid) for h in self.net.hosts]
             self._check_shaping()
+            self.tcp = self._set_tcp()
         except BaseException:
             self.close()
             raise
@@ -59,6 +72,43 @@ class EmuCluster:
             if "htb" not in out or "rate" not in out:
                 raise lifetime.EmuError("link shaping failed on %s-eth0 (tc shows: %r); is "
                                         "sch_htb available?" % (name, out.strip()))
+
+    def _sysctl(self, pid, *args):
+        r = subprocess.run(["mnexec", "-a", str(pid), "sysctl", "-n"] + list(args),
+                           capture_output=True, text=True)
+        return r.returncode, (r.stdout.strip() or r.stderr.strip())
+
+    def _set_tcp(self):
+        """Sets the congestion control in every host's namespace and reads the TCP settings
+        back; the same on every host, or an EmuError naming the host and the value."""
+        cc = self.congestion_control
+        if cc is not None and not CONGESTION_CONTROL_NAME.match(cc):
+            raise lifetime.EmuError("tcp_congestion_control: %r is not a congestion control's "
+                                    "name" % cc)
+        settings = None
+        for name, _, pid in self.hosts:
+            if cc is not None:
+                rc, out = self._sysctl(pid, "-w", "net.ipv4.tcp_congestion_control=%s" % cc)
+                if rc != 0:
+                    _, allowed = self._sysctl(pid, "net.ipv4.tcp_allowed_congestion_control")
+                    raise lifetime.EmuError(
+                        "tcp_congestion_control: %s cannot be set in %s's namespace (%s); a "
+                        "namespace may use only net.ipv4.tcp_allowed_congestion_control = %s"
+                        % (cc, name, out, allowed))
+            got = {}
+            for key in TCP_SYSCTLS:
+                rc, out = self._sysctl(pid, key)
+                got[key.rsplit(".", 1)[1]] = out if rc == 0 else None
+            if cc is not None and got["tcp_congestion_control"] != cc:
+                raise lifetime.EmuError("tcp_congestion_control: %s set in %s's namespace reads "
+                                        "back as %s" % (cc, name, got["tcp_congestion_control"]))
+            if settings is not None and got != settings:
+                raise lifetime.EmuError("the emulated hosts' TCP settings differ: %s has %s, "
+                                        "the first host %s" % (name, got, settings))
+            settings = got
+        return {"congestion_control": settings["tcp_congestion_control"],
+                "slow_start_after_idle": settings["tcp_slow_start_after_idle"],
+                "set_by": "the plan" if cc is not None else "inherited from the machine"}
 
     def start(self, argv, host=0, log=None, env=None):
         """Starts argv inside host `host`'s namespace, in a session of its own (so it can be

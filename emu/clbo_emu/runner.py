@@ -2,6 +2,8 @@
 
 Plan (schema clbo.emu.plan/1):
   {"schema": "clbo.emu.plan/1", "work_dir": DIR, "nice": N,
+   "tcp_congestion_control": "reno",     (optional: set in every host's namespace; absent,
+                                          the hosts keep the one a namespace inherits)
    "clusters": [{"id": ID,
                  "config": {"topology": "single_switch"|"two_level", "hosts": H,
                             "ranks_per_host": R, "link_Mbps": L,
@@ -18,9 +20,9 @@ the ranks, which sleep while the network works, take little CPU from them.
 
 Output: DIR/measured.json (schema clbo.emu.measured/1), written only when every cluster
 and job succeeded: per cluster the probes, every job's exit code and wall time, the load
-average before and after, and the launch settings. Exit codes: 0 done, 1 a job or the
-emulation failed, 2 a bad plan, 3 the environment cannot emulate (not root, no
-CAP_NET_ADMIN, tools missing), 130 stopped by a signal. Whatever happens, the namespaces,
+average before and after, the launch settings and the hosts' TCP settings (read back).
+Exit codes: 0 done, 1 a job or the emulation failed, 2 a bad plan, 3 the environment cannot
+emulate (not root, no CAP_NET_ADMIN, tools missing), 130 stopped by a signal. Whatever happens, the namespaces,
 bridges and processes of the run are gone when it exits.
 """
 
@@ -31,7 +33,7 @@ import sys
 import time
 
 from . import lifetime, names, probe, topology
-from .cluster import EmuCluster
+from .cluster import CONGESTION_CONTROL_NAME, EmuCluster
 from .mpi import host_tmpdir, mpirun_argv, write_hostfile, write_launch_files
 
 PROBE_PORT = 5201
@@ -100,6 +102,10 @@ def validate_plan(plan):
     threshold = plan.get("steal_threshold", STEAL_THRESHOLD)
     if not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
         raise ValueError("steal_threshold: %r is not in (0, 1)" % threshold)
+    cc = plan.get("tcp_congestion_control")
+    if cc is not None and (not isinstance(cc, str) or not CONGESTION_CONTROL_NAME.match(cc)):
+        raise ValueError("tcp_congestion_control: %r is not a congestion control's name (such "
+                         "as reno, cubic or bbr)" % (cc,))
     for i, c in enumerate(plan.get("clusters", [])):
         cfg = c.get("config", {})
         where = "clusters[%d].config" % i
@@ -223,7 +229,8 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
     return out
 
 
-def run_cluster(index, total, c, work_dir, nice=0, steal_threshold=STEAL_THRESHOLD):
+def run_cluster(index, total, c, work_dir, nice=0, steal_threshold=STEAL_THRESHOLD,
+                congestion_control=None):
     cfg = c["config"]
     folder = os.path.join(work_dir, c["id"])
     os.makedirs(folder, exist_ok=True)
@@ -235,8 +242,9 @@ def run_cluster(index, total, c, work_dir, nice=0, steal_threshold=STEAL_THRESHO
         s = slot.acquire()
         record["slot"] = s
         t0 = time.time()
-        with EmuCluster(cfg, s) as cluster:
+        with EmuCluster(cfg, s, congestion_control) as cluster:
             record["startup_s"] = time.time() - t0
+            record["tcp"] = cluster.tcp
             record["hosts"] = [{"name": n, "ip": ip} for n, ip, _ in cluster.hosts]
             progress("cluster %d/%d (%s): up in %.1f s" % (index, total, label,
                                                            record["startup_s"]))
@@ -312,7 +320,7 @@ def run_plan(plan_path):
             earlier = []
             while True:
                 record = run_cluster(i + 1, len(clusters), c, work_dir, plan.get("nice", 0),
-                                     threshold)
+                                     threshold, plan.get("tcp_congestion_control"))
                 job, share = worst_steal(record)
                 if share <= threshold or len(earlier) >= retries:
                     break

@@ -1,8 +1,11 @@
 #include "clbo/report/validation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "clbo/core/error.hpp"
 #include "clbo/report/summary.hpp"
@@ -147,6 +150,18 @@ void clusters_table(Document& doc, const ResultsFile& f) {
                       em.contains("loadavg_after") ? num(em["loadavg_after"][0]) : kDash});
   }
   doc.table(t);
+  // Runs since 2026-12-06 record the emulated hosts' TCP congestion control, which shapes
+  // how flows share a link (docs/validation.md, "TCP congestion control").
+  std::set<std::string> tcp;
+  for (const auto& c : need(f.doc, "clusters", f)) {
+    const json& t = c.value("emulation", json::object()).value("tcp", json::object());
+    if (t.value("congestion_control", json()).is_string())
+      tcp.insert(t["congestion_control"].get<std::string>() + " (" +
+                 t.value("set_by", std::string("?")) + ")");
+  }
+  if (!tcp.empty())
+    doc.paragraph(
+        fmt::format("TCP congestion control on the emulated hosts: {}.", fmt::join(tcp, "; ")));
 }
 
 void cases_table(Document& doc, const ResultsFile& f) {

@@ -59,12 +59,22 @@ def test_lifecycle(emu_dir):
     from clbo_emu import topology
     cfg = {"topology": "two_level", "hosts": 4, "ranks_per_host": 1, "link_Mbps": 50,
            "hosts_per_leaf": 2, "uplink_Mbps": 50}
+    machine_cc = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
     slot = lifetime.Slot()
     s = slot.acquire()
     try:
-        with EmuCluster(cfg, s) as c:
+        with EmuCluster(cfg, s, congestion_control="reno") as c:
             if len(c.hosts) != 4:
                 fail("expected 4 hosts, got %r" % c.hosts)
+            # Every host runs the congestion control asked for, in its own namespace.
+            if c.tcp.get("congestion_control") != "reno" or c.tcp.get("set_by") != "the plan":
+                fail("the hosts' TCP settings: %r" % c.tcp)
+            for _, _, pid in c.hosts:
+                got = subprocess.run(["mnexec", "-a", str(pid), "sysctl", "-n",
+                                      "net.ipv4.tcp_congestion_control"],
+                                     capture_output=True, text=True).stdout.strip()
+                if got != "reno":
+                    fail("a host runs %r, not reno" % got)
             shells, intfs = lifetime.slot_shells(s), lifetime.slot_interfaces(s)
             # 4 hosts + 2 leaves + spine; interfaces in the root namespace: the switch ends of
             # 4 host links and both ends of 2 uplinks, and the 3 bridges.
@@ -99,7 +109,22 @@ def test_lifecycle(emu_dir):
     left = leftovers(s)
     if left:
         fail("leftovers after a clean exit: %r" % left)
-    print("ok: 4-host two-level cluster up and down, no leftovers")
+    if open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip() != machine_cc:
+        fail("the machine's own congestion control changed")
+    print("ok: 4-host two-level cluster up and down, reno on every host, no leftovers")
+    # A congestion control a namespace may not set fails the bring-up, which removes itself.
+    s = slot.acquire()
+    try:
+        with EmuCluster(cfg, s, congestion_control="nosuchcc"):
+            fail("a cluster came up with congestion control nosuchcc")
+    except lifetime.EmuError as e:
+        if "tcp_congestion_control" not in str(e) or "nosuchcc" not in str(e):
+            fail("the error does not name the field and value: %s" % e)
+    finally:
+        slot.release()
+    if leftovers(s):
+        fail("leftovers after a failed bring-up: %r" % leftovers(s))
+    print("ok: an unknown congestion control fails the bring-up, naming it; nothing left")
 
 
 def plan_file(work, jobs, hosts=2, rph=1):
@@ -141,6 +166,9 @@ def test_mpi(emu_dir, clbo):
     if wrong or len(res["rows"]) != 3 or res["config"]["p"] != 2:
         fail("bench across 2 hosts: %r" % res["rows"])
     measured = json.load(open(os.path.join(work, "measured.json")))
+    tcp = measured["clusters"][0].get("tcp") or {}
+    if tcp.get("set_by") != "inherited from the machine" or not tcp.get("congestion_control"):
+        fail("a plan without tcp_congestion_control records the inherited one: %r" % tcp)
     rate = measured["clusters"][0]["probes"]["bulk_host_link"]["steady_rate_Mbps"]
     if not 80 <= rate <= 100:
         fail("a 100 Mbit/s link carried %.1f Mbit/s" % rate)
@@ -224,6 +252,14 @@ def test_bad_plan(emu_dir):
     text, _ = p.communicate(timeout=60)
     if p.returncode != 2 or "steal_retries" not in text or "9" not in text:
         fail("bad steal_retries: exit %d, %s" % (p.returncode, text))
+    plan["steal_retries"] = 0
+    plan["tcp_congestion_control"] = "reno bbr"
+    json.dump(plan, open(path, "w"))
+    p = run_emu(emu_dir, path)
+    text, _ = p.communicate(timeout=60)
+    if p.returncode != 2 or "tcp_congestion_control" not in text or "reno bbr" not in text:
+        fail("bad tcp_congestion_control: exit %d, %s" % (p.returncode, text))
+    plan["tcp_congestion_control"] = "reno"
     if leftovers():
         fail("a bad plan created something: %r" % leftovers())
     print("ok: a bad plan is refused (exit 2, names the field) before anything is created")
@@ -241,7 +277,11 @@ def test_bad_plan(emu_dir):
     shares = iter([0.2, 0.1, 0.01])
     runs = []
 
-    def fake_run_cluster(index, total, c, work_dir, nice=0, steal_threshold=None):
+    def fake_run_cluster(index, total, c, work_dir, nice=0, steal_threshold=None,
+                         congestion_control=None):
+        if congestion_control != "reno":
+            fail("the plan's congestion control did not reach the cluster: %r" %
+                 congestion_control)
         runs.append(c["id"])
         return {"id": c["id"], "jobs": {"bench": {"cpu_split": {"steal": next(shares)}}}}
     real = runner.run_cluster

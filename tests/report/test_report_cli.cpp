@@ -199,7 +199,9 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
                {"links", {{"tcp_half_rtt_us", 20.0}, {"mpi_half_rtt_us", 60.0}}},
                {"preset", {{"fabric", {{"achievable_fraction", 0.95}}}}},
                {"cpu_contention", 2.0},
-               {"emulation", {{"loadavg_after", {0.5, 0.4, 0.3}}}}}}},
+               {"emulation",
+                {{"loadavg_after", {0.5, 0.4, 0.3}},
+                 {"tcp", {{"congestion_control", "reno"}, {"set_by", "the plan"}}}}}}}},
             {"cases",
              {{{"cluster", "ss-h4-r1-200M"},
                {"op", "allreduce"},
@@ -229,6 +231,9 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
   EXPECT_NE(md.find("dense allreduce met, compressed allreduce not met"), std::string::npos) << md;
   EXPECT_NE(md.find("load average 0.400 at the start"), std::string::npos) << md;
   EXPECT_EQ(md.find("Stolen CPU"), std::string::npos) << "no steal recorded: no line";
+  EXPECT_NE(md.find("TCP congestion control on the emulated hosts: reno (the plan)."),
+            std::string::npos)
+      << md;
   // A run that recorded the hypervisor's steal says how many cases it touched, and where.
   v["summary"]["steal"] = {{"threshold", 0.05},
                            {"cases_over", 3},

@@ -178,6 +178,36 @@ TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   EXPECT_EQ(exp["evaluate"], false);  // only the steps' times are compared
 }
 
+// The emulated hosts run the grid's TCP congestion control (reno unless it says), which the
+// plan carries to the emulation; a name that is not one, or one a namespace may not set on
+// this machine, is an error naming the field before anything starts.
+TEST(ValidateSpec, TheHostsRunTheGridsCongestionControl) {
+  const Tools t{"/bin/clbo", "/w"};
+  const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
+  EXPECT_EQ(s.tcp_congestion_control, "reno");
+  EXPECT_EQ(emu_plan(s, t)["tcp_congestion_control"], "reno");
+  auto error_field = [](const nlohmann::json& g) -> std::string {
+    try {
+      parse_validation_spec(g, "g.json", 2, 24e9);
+    } catch (const InputError& e) {
+      return e.field() + "=" + e.value();
+    }
+    return "no error";
+  };
+  nlohmann::json g = grid();
+  g["tcp_congestion_control"] = "reno; reboot";
+  EXPECT_EQ(error_field(g), "tcp_congestion_control=reno; reboot");
+  g["tcp_congestion_control"] = 3;
+  EXPECT_NE(error_field(g).find("tcp_congestion_control"), std::string::npos);
+  const std::vector<std::string> allowed = allowed_congestion_controls();
+  if (allowed.empty()) GTEST_SKIP() << "the kernel lists no allowed congestion control here";
+  g["tcp_congestion_control"] = "nosuchcc";
+  EXPECT_EQ(error_field(g), "tcp_congestion_control=nosuchcc");
+  g["tcp_congestion_control"] = allowed.back();
+  EXPECT_EQ(emu_plan(parse_validation_spec(g, "g.json", 2, 24e9), t)["tcp_congestion_control"],
+            allowed.back());
+}
+
 // The MPI latencies are the median over the ping-pong's launches (one launch's is bimodal);
 // a work folder with one launch still reads.
 TEST(ValidateModel, MpiLatencyIsTheMedianOverLaunches) {

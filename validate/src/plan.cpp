@@ -224,9 +224,13 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
          {"probes", {{"pingpong_count", s.pingpong_count}, {"bulk_seconds", s.bulk_seconds}}},
          {"jobs", jobs}});
   }
-  return {
-      {"schema", "clbo.emu.plan/1"},      {"work_dir", t.work_dir},         {"nice", s.nice},
-      {"steal_retries", s.steal_retries}, {"steal_threshold", kStealShare}, {"clusters", clusters}};
+  return {{"schema", "clbo.emu.plan/1"},
+          {"work_dir", t.work_dir},
+          {"nice", s.nice},
+          {"steal_retries", s.steal_retries},
+          {"steal_threshold", kStealShare},
+          {"tcp_congestion_control", s.tcp_congestion_control},
+          {"clusters", clusters}};
 }
 
 }  // namespace clbo::validate

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 
@@ -221,7 +222,34 @@ void check_capacity(const ValidationSpec& s, int cpus, double mem) {
   }
 }
 
+// A congestion control the emulated hosts can run: a plain name the machine allows in a
+// namespace (a namespace other than the machine's own may set only those).
+void check_congestion_control(const std::string& cc, const std::string& file) {
+  const bool plain = !cc.empty() && cc.size() <= 16 &&
+                     std::islower(static_cast<unsigned char>(cc[0])) &&
+                     std::all_of(cc.begin(), cc.end(), [](char ch) {
+                       return std::islower(static_cast<unsigned char>(ch)) ||
+                              std::isdigit(static_cast<unsigned char>(ch)) || ch == '_';
+                     });
+  if (!plain)
+    throw InputError(file, "tcp_congestion_control", cc,
+                     "not a congestion control's name (such as reno, cubic or bbr)");
+  const std::vector<std::string> allowed = allowed_congestion_controls();
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), cc) == allowed.end())
+    throw InputError(file, "tcp_congestion_control", cc,
+                     fmt::format("a network namespace on this machine may use only {} "
+                                 "(net.ipv4.tcp_allowed_congestion_control)",
+                                 fmt::join(allowed, ", ")));
+}
+
 }  // namespace
+
+std::vector<std::string> allowed_congestion_controls() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
+  std::vector<std::string> v;
+  for (std::string name; in >> name;) v.push_back(name);
+  return v;
+}
 
 double available_memory() {
   std::ifstream in("/proc/meminfo");
@@ -318,6 +346,8 @@ ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string&
   s.nice = static_cast<int>(r.number_in("nice", s.nice, -20, true, 19, true));
   if (j.contains("nice") && !j["nice"].is_number_integer()) r.fail("nice", "expected an integer");
   s.steal_retries = r.integer<int>("steal_retries", s.steal_retries, 0, 3);
+  s.tcp_congestion_control = r.string("tcp_congestion_control", s.tcp_congestion_control);
+  check_congestion_control(s.tcp_congestion_control, file);
   r.ignore("steps");
   if (j.contains("steps") && !j["steps"].is_null()) {
     ConfigReader st(j["steps"], file, "steps");

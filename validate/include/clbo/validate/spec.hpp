@@ -15,9 +15,11 @@
 //    "steps": {"optimizers": ["Adam", "Lamb", ...], "steps": 10, "batch_per_worker": 256},
 //    "probes": {"pingpong_count": 1000, "bulk_seconds": 1.5},
 //    "nice": -10,                         (the emulation's priority, emu/clbo_emu/runner.py)
-//    "steal_retries": 0}                  (measure a cluster again, up to this many times,
+//    "steal_retries": 0,                  (measure a cluster again, up to this many times,
 //                                          while the hypervisor takes over 5% of the CPUs
 //                                          during one of its jobs)
+//    "tcp_congestion_control": "reno"}    (the emulated hosts' TCP, set in their namespaces;
+//                                          one the machine allows in a namespace)
 //
 // A list in a cluster entry expands into one cluster per value (the product over the
 // entry's lists). Every field is checked before anything starts: an unknown op or
@@ -85,6 +87,10 @@ struct ValidationSpec {
   // A cluster during one of whose jobs the hypervisor took over 5% of the CPUs (steal) is
   // measured again, up to this many times; every attempt's CPU splits stay in its record.
   int steal_retries = 0;
+  // The TCP congestion control every emulated host runs. Reno by default: a loss-based TCP,
+  // whose flows share a link as the simulator's TCP model does (docs/validation.md, "TCP
+  // congestion control"); a new namespace would inherit the machine's own (bbr on some).
+  std::string tcp_congestion_control = "reno";
 };
 
 // A case is measured on a disturbed machine when the hypervisor took more than this share of
@@ -102,6 +108,10 @@ double available_memory();
 // as given; the defaults read the machine).
 ValidationSpec parse_validation_spec(const nlohmann::json& j, const std::string& file, int cpus = 0,
                                      double mem_available_bytes = 0);
+
+// The congestion controls a network namespace may set on this machine
+// (net.ipv4.tcp_allowed_congestion_control); empty when the kernel does not say.
+std::vector<std::string> allowed_congestion_controls();
 
 ValidationSpec load_validation_spec(const std::string& path);
 
