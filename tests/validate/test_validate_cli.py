@@ -158,6 +158,12 @@ def test_quick(clbo, src):
                 or got["source"].startswith("measured") == floored):
             fail("cluster %s: streaming contention %s, want %s measured, floor %s" %
                  (c["id"], got, measured, floor))
+    # Every emulated host ran the grid's congestion control (quick.json leaves it at reno).
+    for c in doc["clusters"]:
+        tcp = c["emulation"].get("tcp") or {}
+        if tcp.get("congestion_control") != "reno" or tcp.get("set_by") != "the plan":
+            fail("cluster %s: the hosts' TCP settings %s, want reno set by the plan" %
+                 (c["id"], tcp))
     if doc["inputs"]["calibration"] != "per cluster: clusters[].calibration":
         fail("inputs.calibration: %s" % doc["inputs"]["calibration"])
     for c in doc["cases"]:
