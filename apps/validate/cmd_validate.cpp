@@ -180,8 +180,10 @@ void print_check(const clbo::validate::ValidationSpec& s) {
                              sizes, s.steps.enabled && c.steps ? ", optimizer steps" : "");
   }
   std::cout << fmt::format(
-      "{}: ok ({} clusters, {} op cases{})\n", s.file, s.clusters.size(), cases,
-      s.steps.enabled ? fmt::format(", steps of {} optimizers", s.steps.optimizers.size()) : "");
+      "{}: ok ({} clusters, {} op cases{}; the hosts' TCP congestion control: {})\n", s.file,
+      s.clusters.size(), cases,
+      s.steps.enabled ? fmt::format(", steps of {} optimizers", s.steps.optimizers.size()) : "",
+      s.tcp_congestion_control);
 }
 
 int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, const fs::path& dir,
