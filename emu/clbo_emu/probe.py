@@ -26,6 +26,7 @@ import threading
 import time
 
 CHUNK = 1 << 16
+SERIES_STEP_S = 0.01  # a bulk flow's receive series: one point per 10 ms
 
 
 def _recv_exact(conn, n):
@@ -36,6 +37,20 @@ def _recv_exact(conn, n):
             raise ConnectionError("peer closed")
         buf += part
     return bytes(buf)
+
+
+def _series(marks, step=SERIES_STEP_S):
+    """(time, bytes received so far) every `step` seconds and at the end, from the receive
+    marks; times are CLOCK_MONOTONIC (perf_counter), one clock for every process on the machine
+    whatever its namespace, so several hosts' flows can be set on one time line."""
+    out, next_t = [], marks[0][0]
+    for t, b in marks:
+        if t >= next_t:
+            out.append([t, b])
+            next_t = t + step
+    if out[-1][0] != marks[-1][0]:
+        out.append(list(marks[-1]))
+    return out
 
 
 def _serve_one(conn):
@@ -61,7 +76,8 @@ def _serve_one(conn):
             b0 = next((b for t, b in marks if t >= cut), total)
             t0 = next((t for t, b in marks if t >= cut), t_last)
             steady = (total - b0) * 8 / (t_last - t0) / 1e6 if t_last > t0 else 0.0
-            conn.sendall(json.dumps({"bytes": total, "steady_rate_Mbps": steady}).encode())
+            conn.sendall(json.dumps({"bytes": total, "steady_rate_Mbps": steady,
+                                     "series": _series(marks)}).encode())
 
 
 def serve(port):
@@ -114,11 +130,11 @@ def bulk(ip, port, seconds):
         sent += len(data)
     c.shutdown(socket.SHUT_WR)
     reply = json.loads(c.makefile().read())
-    elapsed = time.perf_counter() - t0
+    t_end = time.perf_counter()
     c.close()
-    return {"bytes": reply["bytes"], "seconds": elapsed,
-            "rate_Mbps": reply["bytes"] * 8 / elapsed / 1e6,
-            "steady_rate_Mbps": reply["steady_rate_Mbps"]}
+    return {"bytes": reply["bytes"], "seconds": t_end - t0,
+            "rate_Mbps": reply["bytes"] * 8 / (t_end - t0) / 1e6,
+            "steady_rate_Mbps": reply["steady_rate_Mbps"], "series": reply["series"]}
 
 
 def alltoall(index, port, nbytes, start_at, ips):

@@ -22,8 +22,8 @@ Output: DIR/measured.json (schema clbo.emu.measured/1), written only when every 
 and job succeeded: per cluster the probes, every job's exit code and wall time, the load
 average before and after, the launch settings and the hosts' TCP settings (read back).
 Exit codes: 0 done, 1 a job or the emulation failed, 2 a bad plan, 3 the environment cannot
-emulate (not root, no CAP_NET_ADMIN, tools missing), 130 stopped by a signal. Whatever happens, the namespaces,
-bridges and processes of the run are gone when it exits.
+emulate (not root, no CAP_NET_ADMIN, tools missing), 130 stopped by a signal. Whatever
+happens, the namespaces, bridges and processes of the run are gone when it exits.
 """
 
 import json
@@ -146,6 +146,36 @@ def niced(argv, nice):
     return (["nice", "-n", str(nice)] if nice else []) + list(argv)
 
 
+def bytes_at(series, t):
+    """Bytes a flow had received at time t, interpolated in its (time, bytes) series."""
+    if t <= series[0][0]:
+        return series[0][1]
+    for (t0, b0), (t1, b1) in zip(series, series[1:]):
+        if t <= t1:
+            return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
+    return series[-1][1]
+
+
+def uplink_aggregate(flows):
+    """The rate an uplink delivered while all its flows were sending: every flow's bytes
+    received between the last flow's first byte and the first flow's last byte, over that
+    window. Not the sum of the flows' steady rates: TCP shares a bottleneck unevenly (under
+    reno two of four flows starved at 3-5 Mbit/s while the others took 100-130), the flows start
+    a probe's start-up apart and a starved flow drains its last megabyte long after the
+    others stop, so their steady windows do not overlap and their sum exceeded the uplink's
+    shaped rate (246 Mbit/s through 200). Nor all the bytes over the whole span: a starved
+    flow's retransmission timeouts leave the uplink idle once the others are done."""
+    start = max(f["series"][0][0] for f in flows)
+    end = min(f["series"][-1][0] for f in flows)
+    if end <= start:
+        raise lifetime.EmuError("the uplink probe's flows did not overlap (%s)" %
+                                [(f["series"][0][0], f["series"][-1][0]) for f in flows])
+    total = sum(bytes_at(f["series"], end) - bytes_at(f["series"], start) for f in flows)
+    return {"bytes": total, "seconds": end - start, "rate_Mbps": total * 8 / (end - start) / 1e6,
+            "definition": "every flow's bytes received while all the flows were sending, over "
+                          "that window"}
+
+
 def run_probes(cluster, cfg, spec, folder, nice=0):
     """Latency and rate of the emulated links (see probe.py); returns the probe results."""
     hosts = cluster.hosts
@@ -160,7 +190,9 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
             p = cluster.start(niced([PYTHON, PROBE] + args, nice), host=src, log=path)
             return p, path
 
-        def result(handle, timeout):
+        def result(handle, timeout, keep_series=False):
+            """A probe's JSON line; a bulk flow's receive series only where asked for (the
+            uplink's, which uplink_aggregate reads; a record keeps none of them)."""
             p, path = handle
             try:
                 rc = p.wait(timeout=timeout)
@@ -171,7 +203,10 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
             os.remove(path)
             if rc != 0:
                 raise lifetime.EmuError("probe failed (exit %d): %s" % (rc, text.strip()[-400:]))
-            return json.loads(text.strip().splitlines()[-1])
+            got = json.loads(text.strip().splitlines()[-1])
+            if not keep_series:
+                got.pop("series", None)
+            return got
 
         peer = 1
         ip = lambda i: hosts[i][1]  # noqa: E731
@@ -201,7 +236,11 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
             # share leaf 0's uplink.
             handles = [client(i, ["bulk", ip(k + i), str(PROBE_PORT), "--seconds", str(secs)])
                        for i in range(k)]
-            out["bulk_across_uplink"] = [result(hd, secs + 60) for hd in handles]
+            flows = [result(hd, secs + 60, keep_series=True) for hd in handles]
+            out["uplink_aggregate"] = uplink_aggregate(flows)
+            for f in flows:
+                f.pop("series")
+            out["bulk_across_uplink"] = flows
         # TCP's own all-to-all, three times: how concurrent flows share the links over a
         # burst about as long as a large collective (each host sends half a second's worth
         # at the rate), with the flows' start-up and their unequal progress.

@@ -272,6 +272,18 @@ def test_bad_plan(emu_dir):
     if runner.worst_steal({"jobs": {"b": {"cpu_split": None}}}) != (None, 0.0):
         fail("worst_steal without splits: %r" % (runner.worst_steal({"jobs": {}}),))
     print("ok: the job with the most steal is found; none without CPU splits")
+    # An uplink's rate is what its flows delivered while all of them were sending, not their
+    # steady rates' sum (a starved flow's window ends long after the others').
+    agg = runner.uplink_aggregate([
+        {"series": [[10.0, 0], [11.0, 12_500_000], [11.5, 18_750_000]]},
+        {"series": [[10.5, 0], [11.0, 2_500_000], [12.5, 3_750_000]]}])
+    # Window 10.5..11.5: 12.5 MB from the first flow (6.25 MB at 10.5 by interpolation),
+    # 2.5 + 1/3 * 1.25 MB from the second.
+    want = (18_750_000 - 6_250_000) + 2_500_000 + 1_250_000 / 3
+    if abs(agg["seconds"] - 1.0) > 1e-9 or abs(agg["bytes"] - want) > 1e-6 \
+            or abs(agg["rate_Mbps"] - want * 8 / 1e6) > 1e-9:
+        fail("uplink_aggregate: %r, want %r bytes over 1 s" % (agg, want))
+    print("ok: an uplink's rate is what its flows delivered while all of them were sending")
     # A disturbed cluster is measured again, up to steal_retries times, and keeps every
     # attempt's splits (run_cluster stood in for: no namespaces needed for the decision).
     shares = iter([0.2, 0.1, 0.01])
@@ -352,6 +364,24 @@ def test_probe(emu_dir, tree_probe):
           "all-to-all of 16 KiB per peer %.2f ms" %
           (out["fanout"][-1]["arrival_ms"], out["reduce"][-1]["reduce_at_root_ms"],
            rows["alltoall"]["ms_per_call_slowest_rank"]))
+    # A two-level cluster's uplink probe: however TCP shares the uplink among its flows, the
+    # rate it reports cannot exceed the uplink's shaped rate (the sum of the flows' steady
+    # rates did, 246 Mbit/s through 200, under reno).
+    work = scratch(prefix="clbo-emu-test-")
+    p = subprocess.run([sys.executable, "-B", os.path.join(emu_dir, "clbo-emu"), "probe",
+                        "--hosts", "4", "--rate", "50", "--hosts-per-leaf", "2", "--uplink", "50",
+                        "--work", work, "--", "/bin/true"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+    if p.returncode != 0:
+        fail("clbo-emu probe on two levels: exit %d\n%s" % (p.returncode, p.stderr[-2000:]))
+    probes = json.load(open(os.path.join(work, "measured.json")))["clusters"][0]["probes"]
+    up = probes.get("uplink_aggregate") or {}
+    if not 0.8 * 50 <= up.get("rate_Mbps", 0) <= 50:
+        fail("a 50 Mbit/s uplink reported %r (flows %r)" % (up, probes.get("bulk_across_uplink")))
+    if leftovers():
+        fail("leftovers after the two-level probe: %r" % leftovers())
+    print("ok: a 50 Mbit/s uplink measured at %.1f Mbit/s while its flows were all sending"
+          % up["rate_Mbps"])
 
 
 def main():

@@ -235,6 +235,27 @@ TEST(ValidateModel, MpiLatencyIsTheMedianOverLaunches) {
   EXPECT_THROW(read_links(record, {}, {}, "c"), clbo::Error);
 }
 
+// The uplink's achieved rate is its flows' bytes over their common span (the emulation's
+// uplink_aggregate); a work folder from before has only the flows, whose steady rates it sums.
+TEST(ValidateModel, TheUplinkRateIsItsFlowsBytesOverTheirSpan) {
+  nlohmann::json record = {
+      {"probes",
+       {{"tcp_pingpong", {{"half_rtt_us", {{"median", 25.0}}}}},
+        {"bulk_host_link", {{"steady_rate_Mbps", 190.0}}},
+        {"bulk_all_hosts_at_once", {{{"steady_rate_Mbps", 190.0}}}},
+        // Seen under reno through a 200 Mbit/s uplink: two flows starved, windows apart.
+        {"bulk_across_uplink",
+         {{{"steady_rate_Mbps", 116.7}},
+          {{"steady_rate_Mbps", 4.3}},
+          {{"steady_rate_Mbps", 4.8}},
+          {{"steady_rate_Mbps", 119.9}}}}}}};
+  const nlohmann::json pp = {{"rows", {{{"op", "pingpong"}, {"time_us", 80.0}}}}};
+  EXPECT_NEAR(read_links(record, {pp}, {}, "c").uplink_Mbps, 245.7, 1e-9);
+  record["probes"]["uplink_aggregate"] = {
+      {"bytes", 59.7e6}, {"seconds", 2.5}, {"rate_Mbps", 191.04}};
+  EXPECT_DOUBLE_EQ(read_links(record, {pp}, {}, "c").uplink_Mbps, 191.04);
+}
+
 // The calibration takes medians over the steps after the first of each kind: one preempted
 // step (a 0/1 Adam sync step of 37 ms beside 7 and 9 ms, seen) does not move it.
 TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {

@@ -80,7 +80,14 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
   const auto& all = at(probes, "bulk_all_hosts_at_once", where);
   for (const auto& f : all) sum += steady(f, where);
   l.all_at_once_Mbps = sum / static_cast<double>(all.size());
-  if (probes.contains("bulk_across_uplink")) {
+  if (probes.contains("uplink_aggregate")) {
+    // What the flows delivered while all of them were sending (emu/clbo_emu/runner.py,
+    // uplink_aggregate).
+    l.uplink_Mbps = at(probes["uplink_aggregate"], "rate_Mbps", where).get<double>();
+  } else if (probes.contains("bulk_across_uplink")) {
+    // Work folders kept before 2026-12-06: the sum of the flows' steady rates, which
+    // overstates the uplink where TCP shares it unevenly (docs/validation.md, "What is
+    // measured, per cluster").
     double up = 0;
     for (const auto& f : probes["bulk_across_uplink"]) up += steady(f, where);
     l.uplink_Mbps = up;
