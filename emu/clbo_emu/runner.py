@@ -28,15 +28,18 @@ happens, the namespaces, bridges and processes of the run are gone when it exits
 
 import json
 import os
+import re
 import signal
 import sys
 import time
 
 from . import lifetime, names, probe, topology
-from .cluster import CONGESTION_CONTROL_NAME, EmuCluster
+from .cluster import EmuCluster
 from .mpi import host_tmpdir, mpirun_argv, write_hostfile, write_launch_files
 
 PROBE_PORT = 5201
+# A congestion control's name as the kernel lists it (reno, cubic, bbr, ...).
+CONGESTION_CONTROL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
 PROBE = os.path.abspath(probe.__file__)
 PYTHON = "/usr/bin/python3"
 

@@ -154,10 +154,10 @@ void clusters_table(Document& doc, const ResultsFile& f) {
   // how flows share a link (docs/validation.md, "TCP congestion control").
   std::set<std::string> tcp;
   for (const auto& c : need(f.doc, "clusters", f)) {
-    const json& t = c.value("emulation", json::object()).value("tcp", json::object());
-    if (t.value("congestion_control", json()).is_string())
-      tcp.insert(t["congestion_control"].get<std::string>() + " (" +
-                 t.value("set_by", std::string("?")) + ")");
+    const json& rec = c.value("emulation", json::object()).value("tcp", json::object());
+    if (rec.value("congestion_control", json()).is_string())
+      tcp.insert(rec["congestion_control"].get<std::string>() + " (" +
+                 rec.value("set_by", std::string("?")) + ")");
   }
   if (!tcp.empty())
     doc.paragraph(
