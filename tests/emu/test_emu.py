@@ -263,6 +263,20 @@ def test_bad_plan(emu_dir):
     if leftovers():
         fail("a bad plan created something: %r" % leftovers())
     print("ok: a bad plan is refused (exit 2, names the field) before anything is created")
+    # clbo-emu probe: --help prints its options; a missing program is refused, naming why.
+    emu = [sys.executable, "-B", os.path.join(emu_dir, "clbo-emu"), "probe"]
+    p = subprocess.run(emu + ["--help"], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0 or "--tcp-congestion-control" not in p.stdout:
+        fail("clbo-emu probe --help: exit %d, %r" % (p.returncode, p.stdout + p.stderr))
+    for args, why in ((["--hosts", "4"], "there is no --"), (["--hosts", "4", "--"],
+                                                             "nothing follows --")):
+        p = subprocess.run(emu + args, capture_output=True, text=True, timeout=60)
+        if p.returncode != 2 or why not in p.stderr:
+            fail("clbo-emu probe %s: exit %d, %r" % (" ".join(args), p.returncode, p.stderr))
+    if leftovers():
+        fail("clbo-emu probe without a program created something: %r" % leftovers())
+    print("ok: clbo-emu probe --help lists its options; no program is refused before anything "
+          "is created")
     # Which job the hypervisor disturbed most decides whether a cluster is measured again.
     from clbo_emu import runner
     record = {"jobs": {"a": {"cpu_split": {"steal": 0.02}}, "b": {"cpu_split": None},

@@ -250,10 +250,18 @@ TEST(ValidateModel, TheUplinkRateIsItsFlowsBytesOverTheirSpan) {
           {{"steady_rate_Mbps", 4.8}},
           {{"steady_rate_Mbps", 119.9}}}}}}};
   const nlohmann::json pp = {{"rows", {{{"op", "pingpong"}, {"time_us", 80.0}}}}};
-  EXPECT_NEAR(read_links(record, {pp}, {}, "c").uplink_Mbps, 245.7, 1e-9);
+  const Links old = read_links(record, {pp}, {}, "c");
+  EXPECT_NEAR(old.uplink_Mbps, 245.7, 1e-9);
+  EXPECT_NE(old.uplink_source.find("summed steady rate"), std::string::npos);
   record["probes"]["uplink_aggregate"] = {
       {"bytes", 59.7e6}, {"seconds", 2.5}, {"rate_Mbps", 191.04}};
-  EXPECT_DOUBLE_EQ(read_links(record, {pp}, {}, "c").uplink_Mbps, 191.04);
+  const Links now = read_links(record, {pp}, {}, "c");
+  EXPECT_DOUBLE_EQ(now.uplink_Mbps, 191.04);
+  // The preset says which of the two it used.
+  const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
+  ASSERT_EQ(s.clusters[4].topology, sim::TopologyKind::kTwoLevel);
+  EXPECT_EQ(cluster_preset(s.clusters[4], now, 1.0)["topology"]["source"], now.uplink_source);
+  EXPECT_EQ(now.uplink_source.find("summed"), std::string::npos);
 }
 
 // The calibration takes medians over the steps after the first of each kind: one preempted

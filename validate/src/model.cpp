@@ -84,6 +84,9 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
     // What the flows delivered while all of them were sending (emu/clbo_emu/runner.py,
     // uplink_aggregate).
     l.uplink_Mbps = at(probes["uplink_aggregate"], "rate_Mbps", where).get<double>();
+    l.uplink_source =
+        "uplink: what leaf 0's hosts, sending across it at once, delivered together while all "
+        "of them were sending";
   } else if (probes.contains("bulk_across_uplink")) {
     // Work folders kept before 2026-12-06: the sum of the flows' steady rates, which
     // overstates the uplink where TCP shares it unevenly (docs/validation.md, "What is
@@ -91,6 +94,9 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
     double up = 0;
     for (const auto& f : probes["bulk_across_uplink"]) up += steady(f, where);
     l.uplink_Mbps = up;
+    l.uplink_source =
+        "uplink: the summed steady rate of leaf 0's hosts sending across it at once (a work "
+        "folder kept before 2026-12-06)";
   }
   if (probes.contains("bulk_loopback")) l.loopback_Mbps = steady(probes["bulk_loopback"], where);
   if (probes.contains("tcp_alltoall") && !probes["tcp_alltoall"].empty()) {
@@ -186,12 +192,15 @@ nlohmann::json cluster_preset(const ClusterConfig& c, const Links& l, double con
          "not have"}}},
   };
   if (c.topology == sim::TopologyKind::kTwoLevel) {
-    const double up = l.uplink_Mbps > 0 ? l.uplink_Mbps : c.uplink_Mbps * fraction;
+    const bool measured_up = l.uplink_Mbps > 0;
+    const double up = measured_up ? l.uplink_Mbps : c.uplink_Mbps * fraction;
     j["topology"] = {
         {"type", sim::to_string(c.topology)},
         {"nodes_per_leaf", c.hosts_per_leaf},
         {"uplink_GBps", up / 8e3},
-        {"source", "uplink: the summed steady rate of leaf 0's hosts sending across it at once"}};
+        {"source", measured_up ? l.uplink_source
+                               : std::string("uplink: not measured; the htb rate times the "
+                                             "hosts' achievable fraction")}};
   } else {
     j["topology"] = {{"type", sim::to_string(c.topology)}};
   }

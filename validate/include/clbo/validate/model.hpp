@@ -29,8 +29,10 @@ struct Links {
   double mpi_lo_half_rtt_s = -1;
   double single_flow_Mbps = 0;  // one bulk flow, steady state
   double all_at_once_Mbps = 0;  // mean per flow when every host sends to the next at once
-  double uplink_Mbps = -1;      // leaf 0's hosts through the uplink at once, summed
-  double loopback_Mbps = -1;    // one bulk flow over a host's loopback
+  double uplink_Mbps = -1;      // leaf 0's hosts through the uplink at once, together
+  std::string uplink_source =
+      "uplink: measured";     // how uplink_Mbps was measured (the preset's provenance)
+  double loopback_Mbps = -1;  // one bulk flow over a host's loopback
   // TCP's own all-to-all (probe.py alltoall): the slowest host's time, median of the
   // repeats, for bytes_per_pair to every other host; -1 = not measured.
   double tcp_alltoall_s = -1;
