@@ -36,6 +36,19 @@ std::string count(const json& v) {
   return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : num(v);
 }
 
+// A time in milliseconds to three significant digits: the cases run from 0.1 ms to seconds,
+// and two digits after the decimal point of a second would show 1.40 ms as 0.001.
+std::string ms(const json& v) {
+  if (!v.is_number()) return kDash;
+  const double x = v.get<double>() * 1e3;
+  const double a = std::abs(x);
+  if (a >= 100) return fmt::format("{:.0f}", x);
+  if (a >= 10) return fmt::format("{:.1f}", x);
+  if (a >= 1) return fmt::format("{:.2f}", x);
+  if (a >= 0.1) return fmt::format("{:.3f}", x);
+  return fmt::format("{:.3g}", x);
+}
+
 // Sizes are powers of two: "4 MiB", "64 KiB"; other byte counts keep three digits.
 std::string bytes(const json& v) {
   if (!v.is_number()) return kDash;
@@ -171,12 +184,12 @@ void cases_table(Document& doc, const ResultsFile& f) {
       "measured_s: measured on the emulated cluster; simulated_s: clbo's simulator on "
       "the generated preset; bound: latency-bound when latency is over 20% of the "
       "simulated time, else compute-bound when computing is over half of it.";
-  t.header = {"cluster", "case", "bytes", "measured (s)", "simulated (s)", "error", "bound"};
+  t.header = {"cluster", "case", "bytes", "measured (ms)", "simulated (ms)", "error", "bound"};
   t.right_align = {false, false, true, true, true, true, false};
   for (const auto& c : need(f.doc, "cases", f))
     t.rows.push_back({c.value("cluster", std::string("?")), case_name(c),
-                      bytes(c.value("bytes", json())), num(c.value("measured_s", json())),
-                      num(c.value("simulated_s", json())), signed_pct(c.value("rel_error", json())),
+                      bytes(c.value("bytes", json())), ms(c.value("measured_s", json())),
+                      ms(c.value("simulated_s", json())), signed_pct(c.value("rel_error", json())),
                       c.value("bound", std::string(kDash))});
   doc.table(t);
 }

@@ -210,7 +210,16 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
                {"measured_s", 0.28},
                {"simulated_s", 0.266},
                {"rel_error", -0.05},
-               {"bound", "bandwidth"}}}},
+               {"bound", "bandwidth"}},
+              // Sub-millisecond cases keep three significant digits.
+              {{"cluster", "ss-h4-r1-200M"},
+               {"op", "compressed"},
+               {"algo", "gather"},
+               {"bytes", 1048576},
+               {"measured_s", 0.0014},
+               {"simulated_s", 0.0000872},
+               {"rel_error", -0.938},
+               {"bound", "latency"}}}},
             {"summary",
              {{"bandwidth_bound", stats},
               {"latency_bound", none},
@@ -224,9 +233,11 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
   const auto r = report();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string md = clbo::test::slurp(path("reports/validation.md"));
-  EXPECT_NE(
-      md.find("| ss-h4-r1-200M | allreduce (ring) | 4 MiB | 0.280 | 0.266 | -5.0% | bandwidth |"),
-      std::string::npos)
+  EXPECT_NE(md.find("| ss-h4-r1-200M | allreduce (ring) | 4 MiB | 280 | 266 | -5.0% | bandwidth |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| compressed (gather) | 1 MiB | 1.40 | 0.0872 | -93.8% | latency |"),
+            std::string::npos)
       << md;
   EXPECT_NE(md.find("dense allreduce met, compressed allreduce not met"), std::string::npos) << md;
   EXPECT_NE(md.find("load average 0.400 at the start"), std::string::npos) << md;
