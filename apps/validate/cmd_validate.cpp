@@ -233,9 +233,17 @@ int run_validate(const Args& a) {
   // in the folder so a resimulation elsewhere divides by the measuring machine's.
   const int cpus = clbo::validate::machine_cpus();
   write_json(work.path() / "machine.json", {{"cpus", cpus}});
-  const Tools tools{self, work.path().string()};
+  // The warm-round TCP probe is built beside clbo (emu/probes).
+  const fs::path tcp_rounds = fs::path(self).parent_path() / "clbo-tcp-rounds";
+  const Tools tools{self, work.path().string(),
+                    fs::exists(tcp_rounds) ? tcp_rounds.string() : std::string()};
   say(fmt::format("{}: {} emulated clusters; work folder {}", spec.file, spec.clusters.size(),
                   work.path().string()));
+  if (tools.tcp_rounds.empty())
+    say(
+        fmt::format("warning: {} is missing, so no cluster measures TCP's warm all-pairs rounds "
+                    "and every all-pairs round keeps the long probe's efficiency",
+                    tcp_rounds.string()));
 
   // 1. The compression kernels' rates, measured alone, now.
   say("measuring the CPU compression kernels (clbo bench kernels --cpu)");
@@ -443,7 +451,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const nlohmann::json preset =
         cluster_preset(c, links, contention / cpu_contention(links.mpi_probe_ranks, cpus));
     const clbo::sim::ClusterSpec cs = clbo::sim::parse_cluster(preset, "emu-" + c.id);
-    const double all_pairs = all_pairs_efficiency(cs, c, links);
+    const clbo::validate::AllPairs all_pairs = all_pairs_model(cs, c, links);
     auto mine = compare_cluster(spec, m, cs, km, calibration_factor, all_pairs, calibration);
     for (auto& k : mine) {
       k["load_average_1min"] = record["loadavg_after"][0];
@@ -483,7 +491,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                           : "measured: " + streaming_record.value("benchmark", "?") +
                                 ", the median of p copies at once over one copy alone "
                                 "(kernels/streaming-contention.json of the work folder)"}}},
-         {"all_pairs_efficiency", all_pairs},
+         {"all_pairs_efficiency", all_pairs.efficiency},
+         {"all_pairs_efficiency_by_bytes", all_pairs.to_json()},
          {"kernel_model", km.to_json()},
          {"calibration", own_calibration ? own_calibration->to_json() : nlohmann::json(nullptr)},
          {"calibration_alone",

@@ -8,7 +8,8 @@ Plan (schema clbo.emu.plan/1):
                  "config": {"topology": "single_switch"|"two_level", "hosts": H,
                             "ranks_per_host": R, "link_Mbps": L,
                             "hosts_per_leaf": K, "uplink_Mbps": U},   (two_level only)
-                 "probes": {"pingpong_count": N, "bulk_seconds": S},
+                 "probes": {"pingpong_count": N, "bulk_seconds": S,
+                            "tcp_rounds": PATH},   (optional: clbo-tcp-rounds, absolute)
                  "jobs": [{"id": ID, "mpi": true, "np": P, "argv": [...], "timeout_s": T,
                            "map_by": "slot"|"node", "one_host": false}]}]}
 Jobs with "mpi": true run under mpirun across the cluster's hosts (mpi.py), or with
@@ -123,6 +124,11 @@ def validate_plan(plan):
             if not isinstance(k, int) or k < 1 or h % k or h // k > names.MAX_LEAVES or h // k < 2:
                 raise ValueError("%s.hosts_per_leaf: %r must split %d hosts into 2..%d leaves"
                                  % (where, k, h, names.MAX_LEAVES))
+        rounds = c.get("probes", {}).get("tcp_rounds")
+        if rounds is not None and not (isinstance(rounds, str) and os.path.isabs(rounds)
+                                       and os.access(rounds, os.X_OK)):
+            raise ValueError("%s.probes.tcp_rounds: %r is not an executable's absolute path" %
+                             ("clusters[%d]" % i, rounds))
         for j, job in enumerate(c.get("jobs", [])):
             if not isinstance(job.get("argv"), list) or not job["argv"]:
                 raise ValueError("clusters[%d].jobs[%d].argv: required" % (i, j))
@@ -179,6 +185,54 @@ def uplink_aggregate(flows):
                           "that window"}
 
 
+# TCP's all-to-all on warm connections (clbo-tcp-rounds), per pair: an empty round (what a
+# round costs without bytes to carry) and the sizes of the collectives' smaller all-pairs
+# rounds, where the flows' start-up and the slowest host's tail weigh more than in the long
+# probe. Not smaller: at 16 KiB the loaded round is a few tenths of a millisecond longer than
+# the empty one on 8 hosts, too little to tell from the processes' wake-ups on 2 cores.
+# Five rounds of each; the model leaves out the first, which warms the connections.
+WARM_ROUND_SIZES = (8, 65536, 262144)
+WARM_ROUND_REPS = 5
+WARM_ROUND_PORT = PROBE_PORT + 10
+
+
+def warm_round_gap(cfg, n, nbytes):
+    """Seconds between two rounds of nbytes per pair: twice the fluid time through the busiest
+    link (a host's own, or a leaf's uplink) at 90% of its rate, plus 20 ms."""
+    busiest = (n - 1) * nbytes * 8 / (cfg["link_Mbps"] * 1e6 * 0.9)
+    if cfg["topology"] == "two_level":
+        k = cfg["hosts_per_leaf"]
+        busiest = max(busiest, k * (n - k) * nbytes * 8 / (cfg["uplink_Mbps"] * 1e6 * 0.9))
+    return 2 * busiest + 0.02
+
+
+def warm_rounds(cfg, program, n, ips, client, result, margin, nice=0):
+    """clbo-tcp-rounds on every host at once; see slowest_rounds."""
+    gaps = [warm_round_gap(cfg, n, b) for b in WARM_ROUND_SIZES]
+    start = time.time() + margin
+    handles = [client(i, [program, str(i), str(WARM_ROUND_PORT),
+                          ",".join(str(b) for b in WARM_ROUND_SIZES), str(WARM_ROUND_REPS),
+                          "%.3f" % start, ",".join("%.4f" % g for g in gaps), ips],
+                      direct=True)
+               for i in range(n)]
+    return slowest_rounds([result(hd, 120 + WARM_ROUND_REPS * sum(gaps)) for hd in handles])
+
+
+def slowest_rounds(per_host):
+    """Per size, each round's time on the slowest host: a round ends when every host has sent
+    and received everything."""
+    out = []
+    for i, first in enumerate(per_host[0]["rounds"]):
+        if any(h["rounds"][i]["bytes_per_pair"] != first["bytes_per_pair"] for h in per_host):
+            raise lifetime.EmuError("the warm-round probes disagree on their sizes")
+        seconds = [max(h["rounds"][i]["seconds"][r] for h in per_host)
+                   for r in range(len(first["seconds"]))]
+        out.append({"bytes_per_pair": first["bytes_per_pair"], "seconds": seconds})
+    return {"hosts": len(per_host), "rounds": out,
+            "definition": "TCP's all-to-all on warm connections (clbo-tcp-rounds), rounds at "
+                          "scheduled times; each round's time on the slowest host"}
+
+
 def run_probes(cluster, cfg, spec, folder, nice=0):
     """Latency and rate of the emulated links (see probe.py); returns the probe results."""
     hosts = cluster.hosts
@@ -186,11 +240,13 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
     servers = [cluster.start(niced([PYTHON, PROBE, "serve", str(PROBE_PORT)], nice), host=i)
                for i in range(len(hosts))]
     try:
-        def client(src, args):
+        def client(src, args, direct=False):
+            """probe.py with args on host src, or (direct) the program args[0] itself."""
             path = os.path.join(folder, "probe-%d.json" % time.monotonic_ns())
             with open(path, "wb"):
                 pass
-            p = cluster.start(niced([PYTHON, PROBE] + args, nice), host=src, log=path)
+            argv = list(args) if direct else [PYTHON, PROBE] + list(args)
+            p = cluster.start(niced(argv, nice), host=src, log=path)
             return p, path
 
         def result(handle, timeout, keep_series=False):
@@ -261,6 +317,9 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
             out["tcp_alltoall"].append({"bytes_per_pair": per_pair, "hosts": n,
                                         "seconds": max(r["seconds"] for r in res),
                                         "late_s": max(r.get("late_s", 0.0) for r in res)})
+        if spec.get("tcp_rounds"):
+            out["tcp_alltoall_rounds"] = warm_rounds(cfg, spec["tcp_rounds"], n, ips, client,
+                                                     result, margin, nice)
         if cfg.get("ranks_per_host", 1) > 1:
             # Ranks of one host talk over its loopback (TCP, unshaped).
             out["bulk_loopback"] = result(client(0, ["bulk", "127.0.0.1", str(PROBE_PORT),

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "clbo/core/error.hpp"
 #include "clbo/report/summary.hpp"
@@ -127,6 +128,16 @@ void summary_table(Document& doc, const ResultsFile& f) {
   }
 }
 
+// "16 KiB 0.86, 64 KiB 0.76, ..." from all_pairs_efficiency_by_bytes; a dash when empty.
+std::string by_bytes(const json& rows) {
+  std::vector<std::string> parts;
+  if (rows.is_array())
+    for (const auto& r : rows)
+      parts.push_back(bytes(r.value("bytes_per_pair", json())) + " " +
+                      num(r.value("efficiency", json())));
+  return parts.empty() ? kDash : fmt::format("{}", fmt::join(parts, ", "));
+}
+
 void clusters_table(Document& doc, const ResultsFile& f) {
   Table t;
   t.title = "Emulated clusters and their presets: " + f.key;
@@ -141,9 +152,10 @@ void clusters_table(Document& doc, const ResultsFile& f) {
               "MPI one-way",
               "uplink achieved",
               "all-pairs efficiency",
+              "by bytes per pair (warm rounds)",
               "CPU contention",
               "load (1 min)"};
-  t.right_align = {false, true, true, true, true, true, true, true, true, true};
+  t.right_align = {false, true, true, true, true, true, true, true, false, true, true};
   for (const auto& c : need(f.doc, "clusters", f)) {
     const json& cfg = c.value("config", json::object());
     const json& l = c.value("links", json::object());
@@ -159,6 +171,7 @@ void clusters_table(Document& doc, const ResultsFile& f) {
                           ? num(l["uplink_achieved_Mbps"]) + " Mbit/s"
                           : kDash,
                       num(c.value("all_pairs_efficiency", json())),
+                      by_bytes(c.value("all_pairs_efficiency_by_bytes", json::array())),
                       num(c.value("cpu_contention", json())),
                       em.contains("loadavg_after") ? num(em["loadavg_after"][0]) : kDash});
   }

@@ -260,6 +260,13 @@ def test_bad_plan(emu_dir):
     if p.returncode != 2 or "tcp_congestion_control" not in text or "reno bbr" not in text:
         fail("bad tcp_congestion_control: exit %d, %s" % (p.returncode, text))
     plan["tcp_congestion_control"] = "reno"
+    plan["clusters"][0]["probes"] = {"tcp_rounds": "build/bin/clbo-tcp-rounds"}  # relative
+    json.dump(plan, open(path, "w"))
+    p = run_emu(emu_dir, path)
+    text, _ = p.communicate(timeout=60)
+    if p.returncode != 2 or "clusters[0].probes.tcp_rounds" not in text:
+        fail("bad probes.tcp_rounds: exit %d, %s" % (p.returncode, text))
+    del plan["clusters"][0]["probes"]
     if leftovers():
         fail("a bad plan created something: %r" % leftovers())
     print("ok: a bad plan is refused (exit 2, names the field) before anything is created")
@@ -298,6 +305,15 @@ def test_bad_plan(emu_dir):
             or abs(agg["rate_Mbps"] - want * 8 / 1e6) > 1e-9:
         fail("uplink_aggregate: %r, want %r bytes over 1 s" % (agg, want))
     print("ok: an uplink's rate is what its flows delivered while all of them were sending")
+    # A warm round ends when its slowest host is done: per size and round, the max over hosts.
+    got = runner.slowest_rounds([
+        {"rounds": [{"bytes_per_pair": 8, "seconds": [1.0, 0.2]},
+                    {"bytes_per_pair": 65536, "seconds": [3.0, 5.0]}]},
+        {"rounds": [{"bytes_per_pair": 8, "seconds": [0.5, 0.4]},
+                    {"bytes_per_pair": 65536, "seconds": [4.0, 2.0]}]}])
+    if [r["seconds"] for r in got["rounds"]] != [[1.0, 0.4], [4.0, 5.0]] or got["hosts"] != 2:
+        fail("slowest_rounds: %r" % got)
+    print("ok: a warm round's time is its slowest host's")
     # A disturbed cluster is measured again, up to steal_retries times, and keeps every
     # attempt's splits (run_cluster stood in for: no namespaces needed for the decision).
     shares = iter([0.2, 0.1, 0.01])

@@ -199,6 +199,10 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
                {"links", {{"tcp_half_rtt_us", 20.0}, {"mpi_half_rtt_us", 60.0}}},
                {"preset", {{"fabric", {{"achievable_fraction", 0.95}}}}},
                {"cpu_contention", 2.0},
+               {"all_pairs_efficiency", 0.97},
+               {"all_pairs_efficiency_by_bytes",
+                {{{"bytes_per_pair", 65536}, {"efficiency", 0.76}},
+                 {{"bytes_per_pair", 4194304}, {"efficiency", 0.97}}}},
                {"emulation",
                 {{"loadavg_after", {0.5, 0.4, 0.3}},
                  {"tcp", {{"congestion_control", "reno"}, {"set_by", "the plan"}}}}}}}},
@@ -239,6 +243,7 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
   EXPECT_NE(md.find("| compressed (gather) | 1 MiB | 1.40 | 0.0872 | -93.8% | latency |"),
             std::string::npos)
       << md;
+  EXPECT_NE(md.find("| 0.970 | 64 KiB 0.760, 4 MiB 0.970 |"), std::string::npos) << md;
   EXPECT_NE(md.find("dense allreduce met, compressed allreduce not met"), std::string::npos) << md;
   EXPECT_NE(md.find("load average 0.400 at the start"), std::string::npos) << md;
   EXPECT_EQ(md.find("Stolen CPU"), std::string::npos) << "no steal recorded: no line";

@@ -180,9 +180,69 @@ TEST(MpiHost, SimulatedTimesFollowTheRoundsBottlenecks) {
   const auto rs =
       expand_call({CollKind::kAllreduce, n, DType::kF32, "g"}, 0, c, 8, kernels(), ring);
   EXPECT_EQ(rs.front().wire_factor, 1.0);
+  // Measured by size, the round takes the efficiency at its message's size: flat at 0.8, the
+  // same time; the scalar is then unused.
+  lin.mpi_all_pairs_efficiency = 1.0;
+  lin.mpi_all_pairs_efficiency_by_bytes = {{1024, 0.8}, {1e12, 0.8}};
+  const auto by_size = simulate_programs(
+      c, 8,
+      {calls_program({{CollKind::kAllgather, 2 << 20, DType::kF32, "x"}}, c, 8, kernels(), lin)});
+  EXPECT_DOUBLE_EQ(by_size[0].time_s, slow[0].time_s);
+  lin.mpi_all_pairs_efficiency_by_bytes = {{1024, 0.8}, {512, 0.9}};  // not ascending
+  EXPECT_THROW(expand_call({CollKind::kAllgather, 100, DType::kF32, "x"}, 0, c, 8, kernels(), lin),
+               InputError);
+  lin.mpi_all_pairs_efficiency_by_bytes.clear();
   lin.mpi_all_pairs_efficiency = 0;
   EXPECT_THROW(expand_call({CollKind::kAllgather, 100, DType::kF32, "x"}, 0, c, 8, kernels(), lin),
                InputError);
+}
+
+// Measured at a few sizes, the efficiency between two of them is interpolated in log(bytes)
+// and held flat outside them; small rounds, further from the fluid time, are slower.
+TEST(MpiHost, AllPairsEfficiencyBySizeIsInterpolatedInLogBytes) {
+  ExpandOptions o;
+  o.mpi_all_pairs_efficiency = 0.9;
+  EXPECT_DOUBLE_EQ(mpi_all_pairs_efficiency_at(o, 1000), 0.9);
+  o.mpi_all_pairs_efficiency_by_bytes = {{65536, 0.6}, {1 << 20, 0.8}, {16 << 20, 0.95}};
+  EXPECT_DOUBLE_EQ(mpi_all_pairs_efficiency_at(o, 1000), 0.6);
+  EXPECT_DOUBLE_EQ(mpi_all_pairs_efficiency_at(o, 65536), 0.6);
+  EXPECT_NEAR(mpi_all_pairs_efficiency_at(o, 262144), 0.7, 1e-12);  // halfway in log
+  EXPECT_NEAR(mpi_all_pairs_efficiency_at(o, 4 << 20), 0.875, 1e-12);
+  EXPECT_DOUBLE_EQ(mpi_all_pairs_efficiency_at(o, 1e9), 0.95);
+  // Without latencies an all-to-all of b bytes per pair takes 1/efficiency(b) of its fluid
+  // time: 2x at 4 KiB, 1/0.6111 at 64 KiB (2/9 of the way from 4 KiB to 1 GiB in log).
+  ClusterSpec c = test::small_cluster(4, 1);
+  c.nic_latency_s = c.intra_latency_s = c.switch_latency_s = 0;
+  c.software_latency_s = 0;
+  ExpandOptions lin = host(Algo::kRing);
+  lin.exact = false;
+  auto time_on = [&](const ClusterSpec& cl, uint64_t count) {
+    return simulate_programs(cl, 4,
+                             {calls_program({{CollKind::kAlltoall, count, DType::kF32, "x"}}, cl, 4,
+                                            kernels(), lin)})[0]
+        .time_s;
+  };
+  auto time_of = [&](uint64_t count) { return time_on(c, count); };
+  auto time_of_without = [&](const ClusterSpec& cl, uint64_t count) {
+    ExpandOptions fluid = lin;
+    fluid.mpi_all_pairs_efficiency_by_bytes.clear();
+    return simulate_programs(cl, 4,
+                             {calls_program({{CollKind::kAlltoall, count, DType::kF32, "x"}}, cl, 4,
+                                            kernels(), fluid)})[0]
+        .time_s;
+  };
+  const double fluid_4k = time_of(1 << 10), fluid_64k = time_of(1 << 14);
+  lin.mpi_all_pairs_efficiency_by_bytes = {{4096, 0.5}, {1 << 30, 1.0}};
+  EXPECT_NEAR(time_of(1 << 10) / fluid_4k, 2.0, 0.02);
+  EXPECT_NEAR(time_of(1 << 14) / fluid_64k, 1.0 / (0.5 + 0.5 * 4.0 / 18.0), 0.02);
+  // The sizes are what one host sends another (the probe runs one flow per pair of hosts):
+  // with 2 ranks a host, 1 KiB per rank pair is 4 KiB between two hosts.
+  lin.mpi_all_pairs_efficiency_by_bytes = {{1024, 0.5}, {4096, 1.0}};
+  EXPECT_NEAR(time_of(1 << 8) / time_of_without(c, 1 << 8), 2.0, 0.02);
+  ClusterSpec two = test::small_cluster(2, 2);
+  two.nic_latency_s = two.intra_latency_s = two.switch_latency_s = 0;
+  two.software_latency_s = 0;
+  EXPECT_NEAR(time_on(two, 1 << 8) / time_of_without(two, 1 << 8), 1.0, 0.02);
 }
 
 // MPI's software cost is CPU work a rank does per peer, one peer after another: an all-pairs

@@ -109,6 +109,17 @@ TEST(ValidatePlan, BenchMinTimeReachesTheBenchJobsAndIsChecked) {
   }
 }
 
+// Every cluster runs the warm-round TCP probe where clbo validate found it beside clbo, and
+// none where it did not.
+TEST(ValidatePlan, EveryClusterRunsTheWarmRoundProbeWhereItWasFound) {
+  const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
+  const nlohmann::json with = emu_plan(s, Tools{"/bin/clbo", "/w", "/bin/clbo-tcp-rounds"});
+  for (const auto& c : with["clusters"])
+    EXPECT_EQ(c["probes"].value("tcp_rounds", ""), "/bin/clbo-tcp-rounds") << c["id"];
+  const nlohmann::json without = emu_plan(s, Tools{"/bin/clbo", "/w"});
+  for (const auto& c : without["clusters"]) EXPECT_FALSE(c["probes"].contains("tcp_rounds"));
+}
+
 TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
   const Tools t{"/bin/clbo", "/w"};
@@ -400,6 +411,61 @@ TEST(ValidateModel, AllPairsEfficiencyIsTheSimulatedFluidTimeOverTheMeasured) {
   l.tcp_alltoall_s = -1;
   EXPECT_DOUBLE_EQ(all_pairs_efficiency(cluster_spec(s.clusters[0], l, 1.0), s.clusters[0], l),
                    1.0);
+}
+
+// The warm rounds give the efficiency by size: each round's fluid time over its measured time
+// less the empty round's; the long probe's value ends the list at its own size.
+TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
+  const ValidationSpec s = parse_validation_spec(
+      {{"clusters", {{{"topology", "single_switch"}, {"hosts", 4}, {"link_Mbps", 200}}}},
+       {"ops", {"alltoall"}}},
+      "g.json", 2, 24e9);
+  Links l;
+  l.tcp_half_rtt_s = l.mpi_half_rtt_s = 30e-6;
+  l.all_at_once_Mbps = 190;
+  l.tcp_alltoall_bytes_per_pair = 4 << 20;
+  const double per_byte = 3 / (190e6 / 8);  // three peers at 190 Mbit/s
+  l.tcp_alltoall_s = per_byte * (4 << 20) / 0.95;
+  l.warm_rounds = {{8, 0.25e-3},
+                   {65536, 0.25e-3 + per_byte * 65536 / 0.75},
+                   {262144, 0.25e-3 + per_byte * 262144 / 0.9}};
+  const sim::ClusterSpec preset = cluster_spec(s.clusters[0], l, 1.0);
+  const AllPairs a = all_pairs_model(preset, s.clusters[0], l);
+  EXPECT_NEAR(a.efficiency, 0.95, 0.01);
+  ASSERT_EQ(a.by_bytes.size(), 3u);
+  EXPECT_EQ(a.by_bytes[0].first, 65536);
+  EXPECT_NEAR(a.by_bytes[0].second, 0.75, 0.01);
+  EXPECT_NEAR(a.by_bytes[1].second, 0.9, 0.01);
+  EXPECT_EQ(a.by_bytes[2].first, 4 << 20);
+  EXPECT_DOUBLE_EQ(a.by_bytes[2].second, a.efficiency);
+  sim::ExpandOptions o;
+  a.apply(o);
+  EXPECT_NEAR(sim::mpi_all_pairs_efficiency_at(o, 131072), 0.825, 0.01);
+  // With the packet size recorded, one packet per pair begins the list at 1.
+  l.packet_bytes = 5792;
+  const AllPairs anchored = all_pairs_model(preset, s.clusters[0], l);
+  ASSERT_EQ(anchored.by_bytes.size(), 4u);
+  EXPECT_EQ(anchored.by_bytes[0], std::make_pair(5792.0, 1.0));
+  // Read from the emulation's record: each size's first round is left out, then the median.
+  nlohmann::json record = {
+      {"probes",
+       {{"tcp_pingpong", {{"half_rtt_us", {{"median", 25.0}}}}},
+        {"bulk_host_link", {{"steady_rate_Mbps", 190.0}}},
+        {"bulk_all_hosts_at_once", {{{"steady_rate_Mbps", 190.0}}}},
+        {"tcp_alltoall_rounds",
+         {{"rounds",
+           {{{"bytes_per_pair", 8}, {"seconds", {9.0, 0.3e-3, 0.2e-3, 0.25e-3}}},
+            {{"bytes_per_pair", 65536}, {"seconds", {1.0, 0.012, 0.011}}}}}}}}}};
+  const nlohmann::json pp = {{"rows", {{{"op", "pingpong"}, {"time_us", 80.0}}}}};
+  record["shaping"] = {{"max_packet_frames", 4}, {"frame_bytes", 1514}};
+  const Links read = read_links(record, {pp}, {}, "c");
+  EXPECT_DOUBLE_EQ(read.packet_bytes, 4 * 1448);
+  ASSERT_EQ(read.warm_rounds.size(), 2u);
+  EXPECT_DOUBLE_EQ(read.warm_rounds[0].seconds, 0.25e-3);
+  EXPECT_DOUBLE_EQ(read.warm_rounds[1].seconds, 0.012);  // the upper of two
+  // Without warm rounds (folders kept before): the long probe's value alone.
+  l.warm_rounds.clear();
+  EXPECT_TRUE(all_pairs_model(preset, s.clusters[0], l).by_bytes.empty());
 }
 
 // The kernel rates are one rank's alone: those from memory slowed by the streaming

@@ -164,6 +164,21 @@ def test_quick(clbo, src):
         if tcp.get("congestion_control") != "reno" or tcp.get("set_by") != "the plan":
             fail("cluster %s: the hosts' TCP settings %s, want reno set by the plan" %
                  (c["id"], tcp))
+    # Every cluster measured TCP's warm all-pairs rounds (an empty one, then 64 and 256 KiB
+    # per pair), and the simulation's efficiency by size comes from them: 1 at one packet
+    # (4 frames of 1448 bytes), one point per loaded size, then the long probe's at its own
+    # size, each in [0.3, 1].
+    for c in doc["clusters"]:
+        warm = c["links"].get("tcp_warm_rounds") or []
+        by = c.get("all_pairs_efficiency_by_bytes") or []
+        sizes = [w["bytes_per_pair"] for w in warm]
+        if sizes != [8, 65536, 262144] or not all(w["median_s"] > 0 for w in warm):
+            fail("cluster %s: warm rounds %s" % (c["id"], warm))
+        want = [4 * 1448] + sizes[1:] + [c["links"]["tcp_alltoall_bytes_per_pair"]]
+        if ([b["bytes_per_pair"] for b in by] != want or by[0]["efficiency"] != 1
+                or not all(0.3 <= b["efficiency"] <= 1 for b in by)
+                or by[-1]["efficiency"] != c["all_pairs_efficiency"]):
+            fail("cluster %s: all-pairs efficiency by size %s" % (c["id"], by))
     if doc["inputs"]["calibration"] != "per cluster: clusters[].calibration":
         fail("inputs.calibration: %s" % doc["inputs"]["calibration"])
     for c in doc["cases"]:

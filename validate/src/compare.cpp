@@ -219,7 +219,8 @@ nlohmann::json worker_parts(const RunTimes& times, const std::vector<size_t>& st
 }
 
 void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
-              const sim::KernelModel& km, double all_pairs, std::vector<nlohmann::json>& out) {
+              const sim::KernelModel& km, const AllPairs& all_pairs,
+              std::vector<nlohmann::json>& out) {
   const ClusterConfig& c = *m.config;
   const int p = c.ranks();
   const sim::ClusterSpec bare_preset = without_latency(preset);
@@ -232,7 +233,7 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
       const uint64_t size = row["size_bytes"].get<uint64_t>();
       sim::ExpandOptions o;
       o.backend = sim::Backend::kMpiHost;
-      o.mpi_all_pairs_efficiency = all_pairs;
+      all_pairs.apply(o);
       const CommCall call = call_of(op, size, p, o, algo);
       progs.push_back(sim::calls_program({call}, preset, p, km, o));
       // Software latencies are part of the expanded program: expand again without them.
@@ -277,7 +278,8 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
 
 void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
                 const sim::ClusterSpec& preset, const sim::KernelModel& km, double factor,
-                double all_pairs, const Calibration& cal, std::vector<nlohmann::json>& out) {
+                const AllPairs& all_pairs, const Calibration& cal,
+                std::vector<nlohmann::json>& out) {
   const ClusterConfig& c = *m.config;
   const int p = c.ranks();
   const std::string where = "steps of " + c.id;
@@ -295,7 +297,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   setup.grad_dtype = DType::kF32;  // clbo's optimizers allreduce fp32 gradients
   setup.expand.backend = sim::Backend::kMpiHost;
   setup.expand.allreduce = sim::Algo::kRing;  // ring_allreduce_mean
-  setup.expand.mpi_all_pairs_efficiency = all_pairs;
+  all_pairs.apply(setup.expand);
   // Between its collectives a rank keeps the parameters, the gradient and two moments live.
   setup.expand.resident_bytes_per_rank = 16.0 * static_cast<double>(workload->layout.total());
   setup.compute.gpu = "CPU";
@@ -453,7 +455,7 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
 std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
                                             const sim::ClusterSpec& preset,
                                             const sim::KernelModel& km, double calibration_factor,
-                                            double all_pairs, const Calibration* cal) {
+                                            const AllPairs& all_pairs, const Calibration* cal) {
   std::vector<nlohmann::json> out;
   op_cases(m, preset, km, all_pairs, out);
   if (!m.steps.is_null() && cal)

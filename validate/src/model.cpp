@@ -46,6 +46,13 @@ double median_pingpong_s(const std::vector<nlohmann::json>& launches, const std:
   return upper_median(std::move(t));
 }
 
+nlohmann::json warm_rounds_json(const std::vector<Links::WarmRound>& rounds) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rounds)
+    out.push_back({{"bytes_per_pair", r.bytes_per_pair}, {"median_s", r.seconds}});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json Links::to_json() const {
@@ -63,6 +70,7 @@ nlohmann::json Links::to_json() const {
           {"loopback_Mbps", opt(loopback_Mbps, 1)},
           {"tcp_alltoall_s", opt(tcp_alltoall_s, 1)},
           {"tcp_alltoall_bytes_per_pair", tcp_alltoall_bytes_per_pair},
+          {"tcp_warm_rounds", warm_rounds_json(warm_rounds)},
           {"measured", true}};
 }
 
@@ -105,13 +113,30 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
     l.tcp_alltoall_s = upper_median(std::move(t));
     l.tcp_alltoall_bytes_per_pair = probes["tcp_alltoall"][0]["bytes_per_pair"].get<double>();
   }
+  if (record.contains("shaping") && record["shaping"].contains("max_packet_frames")) {
+    // A frame's TCP payload: 1514 bytes less Ethernet (14), IPv4 (20) and TCP with its
+    // timestamp option (32).
+    const nlohmann::json& sh = record["shaping"];
+    l.packet_bytes =
+        sh["max_packet_frames"].get<double>() * (sh.value("frame_bytes", 1514.0) - 66.0);
+  }
+  if (probes.contains("tcp_alltoall_rounds")) {
+    for (const auto& r : at(probes["tcp_alltoall_rounds"], "rounds", where)) {
+      std::vector<double> t = at(r, "seconds", where).get<std::vector<double>>();
+      if (t.size() < 2) throw Error(where + ": a warm round size has fewer than two rounds");
+      t.erase(t.begin());  // it warmed the connections for this size
+      l.warm_rounds.push_back({at(r, "bytes_per_pair", where).get<double>(), upper_median(t)});
+    }
+  }
   if (!pp_host.empty()) l.mpi_lo_half_rtt_s = median_pingpong_s(pp_host, where + " (same host)");
   return l;
 }
 
-double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c,
-                            const Links& l) {
-  if (l.tcp_alltoall_s <= 0) return 1.0;
+namespace {
+
+// The TCP all-to-all probes' pattern, `bytes` between every pair of hosts, simulated on the
+// preset without latency: the fluid time the probes' measurements are set against.
+double probe_fluid_s(const sim::ClusterSpec& preset, const ClusterConfig& c, double bytes) {
   // The probe's flows run between hosts: from the first rank of each to the others'.
   const int g = c.ranks_per_host;
   sim::Program prog;
@@ -121,14 +146,56 @@ double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig&
   s.label = "TCP all-to-all probe";
   s.alltoall = true;
   s.rounds.emplace_back();
-  const auto bytes = static_cast<uint64_t>(l.tcp_alltoall_bytes_per_pair);
+  const auto b = static_cast<uint64_t>(bytes);
   for (int h = 0; h < c.hosts; ++h)
     for (int k = 0; k < c.hosts; ++k)
-      if (h != k) s.rounds.front().push_back(sim::Xfer{h * g, k * g, bytes, 1});
+      if (h != k) s.rounds.front().push_back(sim::Xfer{h * g, k * g, b, 1});
   prog.segments.push_back(std::move(s));
   const sim::ClusterSpec bare = without_latency(preset);
-  const double fluid = sim::simulate_programs(bare, prog.p, {prog}).front().time_s;
+  return sim::simulate_programs(bare, prog.p, {prog}).front().time_s;
+}
+
+// Below this many bytes per pair a warm round is the empty one (the probe's 8 bytes).
+constexpr double kEmptyRoundBytes = 64;
+
+}  // namespace
+
+double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c,
+                            const Links& l) {
+  if (l.tcp_alltoall_s <= 0) return 1.0;
+  const double fluid = probe_fluid_s(preset, c, l.tcp_alltoall_bytes_per_pair);
   return std::clamp(fluid / l.tcp_alltoall_s, 0.3, 1.0);
+}
+
+AllPairs all_pairs_model(const sim::ClusterSpec& preset, const ClusterConfig& c, const Links& l) {
+  AllPairs a;
+  a.efficiency = all_pairs_efficiency(preset, c, l);
+  if (l.warm_rounds.size() < 2 || l.warm_rounds.front().bytes_per_pair > kEmptyRoundBytes) return a;
+  const double empty_s = l.warm_rounds.front().seconds;
+  if (l.packet_bytes > 0 && l.packet_bytes < l.warm_rounds[1].bytes_per_pair)
+    a.by_bytes.emplace_back(l.packet_bytes, 1.0);
+  for (size_t i = 1; i < l.warm_rounds.size(); ++i) {
+    const Links::WarmRound& r = l.warm_rounds[i];
+    const double carried = std::max(r.seconds - empty_s, 1e-9);
+    a.by_bytes.emplace_back(
+        r.bytes_per_pair,
+        std::clamp(probe_fluid_s(preset, c, r.bytes_per_pair) / carried, 0.3, 1.0));
+  }
+  if (l.tcp_alltoall_s > 0 && l.tcp_alltoall_bytes_per_pair > a.by_bytes.back().first)
+    a.by_bytes.emplace_back(l.tcp_alltoall_bytes_per_pair, a.efficiency);
+  return a;
+}
+
+void AllPairs::apply(sim::ExpandOptions& o) const {
+  o.mpi_all_pairs_efficiency = efficiency;
+  o.mpi_all_pairs_efficiency_by_bytes = by_bytes;
+}
+
+nlohmann::json AllPairs::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [bytes, eff] : by_bytes)
+    rows.push_back({{"bytes_per_pair", bytes}, {"efficiency", eff}});
+  return rows;
 }
 
 int machine_cpus() {

@@ -218,11 +218,10 @@ nlohmann::json emu_plan(const ValidationSpec& s, const Tools& t) {
                       {"np", c.ranks()},
                       {"timeout_s", 600},
                       {"argv", train(steps_experiment_path(t, c), steps_out(t, c))}});
-    clusters.push_back(
-        {{"id", c.id},
-         {"config", c.to_json()},
-         {"probes", {{"pingpong_count", s.pingpong_count}, {"bulk_seconds", s.bulk_seconds}}},
-         {"jobs", jobs}});
+    nlohmann::json probes = {{"pingpong_count", s.pingpong_count},
+                             {"bulk_seconds", s.bulk_seconds}};
+    if (!t.tcp_rounds.empty()) probes["tcp_rounds"] = t.tcp_rounds;
+    clusters.push_back({{"id", c.id}, {"config", c.to_json()}, {"probes", probes}, {"jobs", jobs}});
   }
   return {{"schema", "clbo.emu.plan/1"},
           {"work_dir", t.work_dir},

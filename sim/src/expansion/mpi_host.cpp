@@ -50,12 +50,19 @@ double mpi_hop_s(const ClusterSpec& c, const ExpandOptions& o) {
 // iterations, interleaved after). The doubling order, modelled for 64 KiB until 2026-12-04,
 // was 20-30% fast on 8 hosts in three full-grid runs.
 
-// All-pair rounds carry their bytes at the measured efficiency of concurrent TCP flows
-// (ExpandOptions::mpi_all_pairs_efficiency), as extra wire bytes.
+// All-pair rounds carry their bytes at the measured efficiency of concurrent TCP flows, as
+// extra wire bytes: where it was measured by size (ExpandOptions::
+// mpi_all_pairs_efficiency_by_bytes, one flow per pair of hosts), the efficiency at what one
+// host sends another in the round, g² times the largest message with g ranks a host; else
+// the one measured.
 Segment mpi_segment(const std::string& label, int idx, std::vector<Round> rounds,
                     const ClusterSpec& c, const ExpandOptions& o, bool all_pairs) {
   const double hop = mpi_hop_s(c, o);
-  const double wire = all_pairs ? 1.0 / o.mpi_all_pairs_efficiency : 1.0;
+  double largest = 0;
+  if (all_pairs && !rounds.empty())
+    for (const Xfer& x : rounds.front()) largest = std::max(largest, static_cast<double>(x.bytes));
+  const double g = std::max(1, c.gpus_per_node);
+  const double wire = all_pairs ? 1.0 / mpi_all_pairs_efficiency_at(o, largest * g * g) : 1.0;
   // The software cost is CPU work each rank does per peer, one peer after another: in an
   // all-pairs round a rank's messages to its k peers overlap on the wire but not on its CPU,
   // so the last leaves (k - 1) software latencies after the first. Two messages to one peer
@@ -165,6 +172,14 @@ std::vector<Segment> mpi_host_expand_call(const CommCall& call, int idx, const C
   if (!(o.mpi_all_pairs_efficiency > 0 && o.mpi_all_pairs_efficiency <= 1))
     throw InputError("simulate", "mpi_all_pairs_efficiency",
                      fmt::format("{}", o.mpi_all_pairs_efficiency), "must be in (0, 1]");
+  double last_bytes = 0;
+  for (const auto& [bytes, eff] : o.mpi_all_pairs_efficiency_by_bytes) {
+    if (!(bytes > last_bytes) || !(eff > 0 && eff <= 1))
+      throw InputError("simulate", "mpi_all_pairs_efficiency_by_bytes",
+                       fmt::format("({}, {})", bytes, eff),
+                       "needs ascending sizes above 0 and efficiencies in (0, 1]");
+    last_bytes = bytes;
+  }
   switch (call.kind) {
     case CollKind::kSparseAllreduce: {
       // clbo's sparse_allreduce_sum gets its mask drawn (by SLAMB's step, or once by the

@@ -15,6 +15,7 @@
 #include "clbo/sim/cluster.hpp"
 #include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/workload.hpp"
+#include "clbo/validate/model.hpp"
 #include "clbo/validate/plan.hpp"
 #include "clbo/validate/spec.hpp"
 
@@ -58,12 +59,13 @@ Calibration read_calibration(const nlohmann::json& train_result, const std::stri
 // of every optimizer (when steps ran). Simulates on `preset` with the kernel model `km`
 // (contention already applied); the calibration's compute is multiplied by
 // `calibration_factor` (1 when it ran on the cluster's own ranks).
-// all_pairs: the measured efficiency of concurrent TCP flows (model.hpp), for every
-// all-pair exchange.
+// all_pairs: the measured efficiency of concurrent TCP flows (model.hpp, all_pairs_model), for
+// every all-pair exchange.
 std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,
                                             const sim::ClusterSpec& preset,
                                             const sim::KernelModel& km, double calibration_factor,
-                                            double all_pairs, const Calibration* calibration);
+                                            const AllPairs& all_pairs,
+                                            const Calibration* calibration);
 
 // median and max |rel_error| of the bandwidth-bound cases (overall, and per op family), of
 // the latency-bound ones, and of the step cases; with the targets docs/validation.md states

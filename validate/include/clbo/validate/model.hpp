@@ -15,6 +15,7 @@
 #include <string>
 
 #include "clbo/sim/cluster.hpp"
+#include "clbo/sim/expansion/options.hpp"
 #include "clbo/sim/kernel_model.hpp"
 #include "clbo/sim/workload.hpp"
 #include "clbo/validate/spec.hpp"
@@ -37,6 +38,18 @@ struct Links {
   // repeats, for bytes_per_pair to every other host; -1 = not measured.
   double tcp_alltoall_s = -1;
   double tcp_alltoall_bytes_per_pair = 0;
+  // The same exchange on warm connections in rounds of a few sizes (clbo-tcp-rounds): per
+  // size, ascending, the median round on the slowest host with each size's first round left
+  // out. The first size is an empty round (8 bytes): what a round costs without bytes to
+  // carry. Empty when not measured (work folders kept before 2026-12-06).
+  struct WarmRound {
+    double bytes_per_pair = 0;
+    double seconds = 0;
+  };
+  std::vector<WarmRound> warm_rounds;
+  // The payload of the largest packet TCP hands htb (gso_max_segs frames of MSS bytes; the
+  // emulation's shaping record), 0 when not recorded.
+  double packet_bytes = 0;
   nlohmann::json to_json() const;
 };
 
@@ -45,6 +58,20 @@ struct Links {
 // latency, over its measured time, in [0.3, 1]; 1 when not measured. Simulated, so an
 // oversubscribed uplink's share is the model's, not the probe's to explain.
 double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c, const Links& l);
+
+// The all-pairs efficiency the simulation of a cluster uses: the long probe's, and by size
+// where the warm rounds were measured. A warm round of b bytes per pair: the probe's pattern
+// simulated on the preset without latency, over its measured time less the empty round's
+// (the model charges latencies apart), in [0.3, 1]; the long probe's value at its own size
+// ends the list, and 1 at one packet per pair begins it: a flow of one packet has no
+// start-up or uneven progress to lose time to, only the fluid sharing of the links.
+struct AllPairs {
+  double efficiency = 1.0;
+  std::vector<std::pair<double, double>> by_bytes;  // (bytes per pair, efficiency), ascending
+  void apply(sim::ExpandOptions& o) const;
+  nlohmann::json to_json() const;
+};
+AllPairs all_pairs_model(const sim::ClusterSpec& preset, const ClusterConfig& c, const Links& l);
 
 // From the emulation's record of one cluster (clbo.emu.measured/1) and the MPI ping-pong
 // results (clbo bench collectives JSON, one per launch; the MPI latencies are the median over

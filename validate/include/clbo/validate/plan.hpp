@@ -13,6 +13,9 @@ namespace clbo::validate {
 struct Tools {
   std::string clbo;      // absolute path of the clbo binary the jobs run
   std::string work_dir;  // absolute; everything the run writes lands below it
+  // absolute path of clbo-tcp-rounds, the warm-round TCP probe every cluster runs ("": none,
+  // and the all-pairs rounds keep the long probe's efficiency)
+  std::string tcp_rounds;
 };
 
 // The bench jobs of a cluster: one per algorithm family, each sweeping its ops over the

@@ -3,6 +3,8 @@
 // knobs (docs/simulator.md, "Collectives" and "Speed").
 #pragma once
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "clbo/core/names.hpp"
 
@@ -54,7 +56,16 @@ struct ExpandOptions {
   // links idle before the last flow ends; clbo validate measures it with TCP's own
   // all-to-all on the cluster (1: the fluid model).
   double mpi_all_pairs_efficiency = 1.0;
+  // kMpiHost: the same efficiency measured at a few sizes (bytes per pair, efficiency; TCP's
+  // all-to-all on warm connections). Smaller rounds end further from the fluid time: the
+  // flows' start-up and the slowest host's tail weigh more. When given, a round takes the
+  // efficiency at its largest message, interpolated in log(bytes) and held flat outside the
+  // sizes measured; mpi_all_pairs_efficiency is then unused.
+  std::vector<std::pair<double, double>> mpi_all_pairs_efficiency_by_bytes;
 };
+
+// The all-pairs efficiency of a round whose largest message is `bytes` (see above).
+double mpi_all_pairs_efficiency_at(const ExpandOptions& o, double bytes);
 
 inline constexpr auto kBackendNames = name_table<Backend>(
     {{Backend::kNccl, "nccl"}, {Backend::kMpi, "mpi"}, {Backend::kMpiHost, "mpi_host"}});
