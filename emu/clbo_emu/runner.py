@@ -126,6 +126,7 @@ def validate_plan(plan):
                                  % (where, k, h, names.MAX_LEAVES))
         rounds = c.get("probes", {}).get("tcp_rounds")
         if rounds is not None and not (isinstance(rounds, str) and os.path.isabs(rounds)
+                                       and os.path.isfile(rounds)
                                        and os.access(rounds, os.X_OK)):
             raise ValueError("%s.probes.tcp_rounds: %r is not an executable's absolute path" %
                              ("clusters[%d]" % i, rounds))
@@ -206,7 +207,7 @@ def warm_round_gap(cfg, n, nbytes):
     return 2 * busiest + 0.02
 
 
-def warm_rounds(cfg, program, n, ips, client, result, margin, nice=0):
+def warm_rounds(cfg, program, n, ips, client, result, margin):
     """clbo-tcp-rounds on every host at once; see slowest_rounds."""
     gaps = [warm_round_gap(cfg, n, b) for b in WARM_ROUND_SIZES]
     start = time.time() + margin
@@ -225,12 +226,14 @@ def slowest_rounds(per_host):
     for i, first in enumerate(per_host[0]["rounds"]):
         if any(h["rounds"][i]["bytes_per_pair"] != first["bytes_per_pair"] for h in per_host):
             raise lifetime.EmuError("the warm-round probes disagree on their sizes")
-        seconds = [max(h["rounds"][i]["seconds"][r] for h in per_host)
-                   for r in range(len(first["seconds"]))]
-        out.append({"bytes_per_pair": first["bytes_per_pair"], "seconds": seconds})
+        reps = range(len(first["seconds"]))
+        out.append({"bytes_per_pair": first["bytes_per_pair"],
+                    "seconds": [max(h["rounds"][i]["seconds"][r] for h in per_host) for r in reps],
+                    "late_s": [max(h["rounds"][i]["late_s"][r] for h in per_host) for r in reps]})
     return {"hosts": len(per_host), "rounds": out,
             "definition": "TCP's all-to-all on warm connections (clbo-tcp-rounds), rounds at "
-                          "scheduled times; each round's time on the slowest host"}
+                          "scheduled times; each round's time on the slowest host, and how late "
+                          "the latest host began it"}
 
 
 def run_probes(cluster, cfg, spec, folder, nice=0):
@@ -319,7 +322,7 @@ def run_probes(cluster, cfg, spec, folder, nice=0):
                                         "late_s": max(r.get("late_s", 0.0) for r in res)})
         if spec.get("tcp_rounds"):
             out["tcp_alltoall_rounds"] = warm_rounds(cfg, spec["tcp_rounds"], n, ips, client,
-                                                     result, margin, nice)
+                                                     result, margin)
         if cfg.get("ranks_per_host", 1) > 1:
             # Ranks of one host talk over its loopback (TCP, unshaped).
             out["bulk_loopback"] = result(client(0, ["bulk", "127.0.0.1", str(PROBE_PORT),

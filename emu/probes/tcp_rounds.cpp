@@ -10,14 +10,18 @@
 // once. Round k starts at the wall-clock time START + the gaps of the rounds before it (GAPS:
 // seconds, one per size): the hosts share the machine's clock, so they start together without
 // talking. A round's time runs from its scheduled start to the last byte sent and received
-// here, so a host that starts late counts its lateness.
+// here, so a host that starts late counts its lateness, and says how late it was (late_s: a
+// round that begins after its set time, because the mesh was not up yet or the host was not
+// scheduled, measures that delay too; the reader leaves such rounds out).
 //
 // Why compiled, with one thread and poll(): the round's own cost must be small next to the
-// wire time of 16-256 KiB per pair. The Python probe started a thread per connection per
+// wire time of 64-256 KiB per pair. The Python probe started a thread per connection per
 // round, which cost 0.9-6.8 ms a round on 2-8 hosts, as much as the effect measured.
 //
-// Prints one JSON line: {"hosts": n, "rounds": [{"bytes_per_pair": S, "seconds": [...]}]}.
-// Only the addresses on the command line are contacted.
+// Prints one JSON line:
+//   {"hosts": n, "rounds": [{"bytes_per_pair": S, "seconds": [...], "late_s": [...]}]}.
+// It listens on its own IP only and contacts only the addresses on the command line (tests
+// run it on 127.0.0.x).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -75,17 +79,24 @@ void tune(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-int listen_on(int port, int backlog) {
+int listen_on(const std::string& ip, int port, int backlog) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1) die("bad address '" + ip + "'");
   a.sin_port = htons(static_cast<uint16_t>(port));
   if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, backlog) != 0)
-    die("cannot listen on port " + std::to_string(port) + ": " + std::strerror(errno));
+    die("cannot listen on " + ip + ":" + std::to_string(port) + ": " + std::strerror(errno));
   return fd;
+}
+
+// Waits up to `seconds` for fd to become readable; dies naming `what` when it does not.
+void wait_readable(int fd, double seconds, const std::string& what) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(seconds * 1000)) != 1)
+    die(what + ": nothing within " + std::to_string(static_cast<int>(seconds)) + " s");
 }
 
 // Connects to ip:port, retrying while the peer's listener is not up yet (10 s at most).
@@ -118,8 +129,9 @@ void sleep_until_wall(double t) {
 }
 
 // One round: every outgoing socket sends `bytes`, every incoming one receives `bytes`.
+// `round` names it in errors.
 void exchange(const std::vector<int>& out, const std::vector<int>& in, size_t bytes,
-              const std::vector<char>& data, std::vector<char>& sink) {
+              const std::vector<char>& data, std::vector<char>& sink, const std::string& round) {
   std::vector<size_t> sent(out.size(), 0), got(in.size(), 0);
   std::vector<pollfd> fds;
   while (true) {
@@ -129,21 +141,25 @@ void exchange(const std::vector<int>& out, const std::vector<int>& in, size_t by
     for (size_t i = 0; i < in.size(); ++i)
       if (got[i] < bytes) fds.push_back({in[i], POLLIN, 0});
     if (fds.empty()) return;
-    if (poll(fds.data(), fds.size(), 10000) <= 0) die("a round stalled for 10 s");
+    if (poll(fds.data(), fds.size(), 10000) <= 0)
+      die(round + ": stalled for 10 s (" + std::to_string(fds.size()) + " sockets unfinished)");
     for (size_t i = 0; i < out.size(); ++i) {
       if (sent[i] >= bytes) continue;
       const ssize_t n = send(out[i], data.data(), std::min(data.size(), bytes - sent[i]),
                              MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n > 0) sent[i] += static_cast<size_t>(n);
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) die("send failed");
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        die(round + ": send failed: " + std::strerror(errno));
     }
     for (size_t i = 0; i < in.size(); ++i) {
       if (got[i] >= bytes) continue;
       const ssize_t n =
           recv(in[i], sink.data(), std::min(sink.size(), bytes - got[i]), MSG_DONTWAIT);
       if (n > 0) got[i] += static_cast<size_t>(n);
-      if (n == 0) die("a peer closed its connection");
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) die("recv failed");
+      if (n == 0)
+        die(round + ": a peer closed its connection after " + std::to_string(got[i]) + " bytes");
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        die(round + ": recv failed: " + std::strerror(errno));
     }
   }
 }
@@ -165,17 +181,24 @@ int main(int argc, char** argv) {
   const int n = static_cast<int>(ips.size());
   if (n < 2 || index < 0 || index >= n) die("INDEX must name one of at least two IPs");
   if (sizes.empty() || gaps.size() != sizes.size() || reps < 1)
-    die("give one gap per size and REPS >= 1");
+    die("GAPS has " + std::to_string(gaps.size()) + " values for " + std::to_string(sizes.size()) +
+        " SIZES, and REPS (" + std::to_string(reps) + ") must be at least 1");
 
   // The mesh: this host accepts one connection from every other and opens one to each; the
   // first byte on an accepted connection names its host.
-  const int lst = listen_on(port, n);
+  const int lst = listen_on(ips[static_cast<size_t>(index)], port, n);
   std::vector<int> in(static_cast<size_t>(n), -1), out;
   std::thread acceptor([&] {
     for (int k = 0; k < n - 1; ++k) {
+      wait_readable(lst, 30, "waiting for the other hosts to connect");
       const int fd = accept(lst, nullptr, nullptr);
+      if (fd < 0) die(std::string("accept failed: ") + std::strerror(errno));
+      wait_readable(fd, 30, "waiting for a connected host to say which it is");
       unsigned char who = 0;
-      if (fd < 0 || recv(fd, &who, 1, MSG_WAITALL) != 1 || who >= n) die("bad peer");
+      if (recv(fd, &who, 1, MSG_WAITALL) != 1) die("a connected host said nothing");
+      if (who >= n || who == index || in[who] >= 0)
+        die("a connected host says it is host " + std::to_string(who) + " of " + std::to_string(n) +
+            " (this is " + std::to_string(index) + ")");
       in[who] = fd;
     }
   });
@@ -197,22 +220,37 @@ int main(int argc, char** argv) {
   for (size_t s : sizes) biggest = std::max(biggest, s);
   const std::vector<char> data(std::min<size_t>(biggest, 1 << 20), 0);
   std::vector<char> sink(1 << 20);
+  auto list = [](const std::vector<double>& v) {
+    std::string out = "[";
+    char buf[32];
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s%.9f", i ? ", " : "", v[i]);
+      out += buf;
+    }
+    return out + "]";
+  };
   std::string json = "{\"hosts\": " + std::to_string(n) + ", \"rounds\": [";
   double at = start;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    json += (k ? ", " : "") + std::string("{\"bytes_per_pair\": ") + std::to_string(sizes[k]) +
-            ", \"seconds\": [";
+    std::vector<double> seconds, lateness;
     for (int r = 0; r < reps; ++r) {
       sleep_until_wall(at);
       const double late = std::max(0.0, wall_now() - at);
       const double t0 = mono_now();
-      exchange(out, incoming, sizes[k], data, sink);
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.9f", late + (mono_now() - t0));
-      json += (r ? ", " : "") + std::string(buf);
+      exchange(out, incoming, sizes[k], data, sink,
+               "round " + std::to_string(r + 1) + " of " + std::to_string(sizes[k]) + " bytes");
+      seconds.push_back(late + (mono_now() - t0));
+      lateness.push_back(late);
       at += gaps[k];
     }
-    json += "]}";
+    json.append(k ? ", " : "")
+        .append("{\"bytes_per_pair\": ")
+        .append(std::to_string(sizes[k]))
+        .append(", \"seconds\": ")
+        .append(list(seconds))
+        .append(", \"late_s\": ")
+        .append(list(lateness))
+        .append("}");
   }
   json += "]}";
   std::printf("%s\n", json.c_str());

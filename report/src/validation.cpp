@@ -128,7 +128,7 @@ void summary_table(Document& doc, const ResultsFile& f) {
   }
 }
 
-// "16 KiB 0.86, 64 KiB 0.76, ..." from all_pairs_efficiency_by_bytes; a dash when empty.
+// "5.66 KiB 1.00, 64 KiB 0.760, ..." from all_pairs_efficiency_by_bytes; a dash when empty.
 std::string by_bytes(const json& rows) {
   std::vector<std::string> parts;
   if (rows.is_array())

@@ -307,11 +307,12 @@ def test_bad_plan(emu_dir):
     print("ok: an uplink's rate is what its flows delivered while all of them were sending")
     # A warm round ends when its slowest host is done: per size and round, the max over hosts.
     got = runner.slowest_rounds([
-        {"rounds": [{"bytes_per_pair": 8, "seconds": [1.0, 0.2]},
-                    {"bytes_per_pair": 65536, "seconds": [3.0, 5.0]}]},
-        {"rounds": [{"bytes_per_pair": 8, "seconds": [0.5, 0.4]},
-                    {"bytes_per_pair": 65536, "seconds": [4.0, 2.0]}]}])
-    if [r["seconds"] for r in got["rounds"]] != [[1.0, 0.4], [4.0, 5.0]] or got["hosts"] != 2:
+        {"rounds": [{"bytes_per_pair": 8, "seconds": [1.0, 0.2], "late_s": [0.9, 0.0]},
+                    {"bytes_per_pair": 65536, "seconds": [3.0, 5.0], "late_s": [0.0, 0.1]}]},
+        {"rounds": [{"bytes_per_pair": 8, "seconds": [0.5, 0.4], "late_s": [0.2, 0.0]},
+                    {"bytes_per_pair": 65536, "seconds": [4.0, 2.0], "late_s": [0.0, 0.0]}]}])
+    if ([r["seconds"] for r in got["rounds"]] != [[1.0, 0.4], [4.0, 5.0]] or got["hosts"] != 2
+            or [r["late_s"] for r in got["rounds"]] != [[0.9, 0.0], [0.0, 0.1]]):
         fail("slowest_rounds: %r" % got)
     print("ok: a warm round's time is its slowest host's")
     # A disturbed cluster is measured again, up to steal_retries times, and keeps every

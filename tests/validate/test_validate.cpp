@@ -454,7 +454,9 @@ TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
         {"bulk_all_hosts_at_once", {{{"steady_rate_Mbps", 190.0}}}},
         {"tcp_alltoall_rounds",
          {{"rounds",
-           {{{"bytes_per_pair", 8}, {"seconds", {9.0, 0.3e-3, 0.2e-3, 0.25e-3}}},
+           {{{"bytes_per_pair", 8},
+             {"seconds", {9.0, 0.3e-3, 0.2e-3, 0.25e-3, 0.09}},
+             {"late_s", {8.9, 0, 0, 0, 0.089}}},  // the last began late: left out
             {{"bytes_per_pair", 65536}, {"seconds", {1.0, 0.012, 0.011}}}}}}}}}};
   const nlohmann::json pp = {{"rows", {{{"op", "pingpong"}, {"time_us", 80.0}}}}};
   record["shaping"] = {{"max_packet_frames", 4}, {"frame_bytes", 1514}};
@@ -463,6 +465,19 @@ TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
   ASSERT_EQ(read.warm_rounds.size(), 2u);
   EXPECT_DOUBLE_EQ(read.warm_rounds[0].seconds, 0.25e-3);
   EXPECT_DOUBLE_EQ(read.warm_rounds[1].seconds, 0.012);  // the upper of two
+  // Sizes out of order, or a size no round of which began on time, name the cluster.
+  auto bad = record;
+  bad["probes"]["tcp_alltoall_rounds"]["rounds"][1]["bytes_per_pair"] = 4;
+  EXPECT_THROW(read_links(bad, {pp}, {}, "c"), clbo::Error);
+  bad = record;
+  bad["probes"]["tcp_alltoall_rounds"]["rounds"][1]["late_s"] = {0, 0.5, 0.5};
+  try {
+    read_links(bad, {pp}, {}, "cluster c");
+    ADD_FAILURE() << "late rounds were used";
+  } catch (const clbo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster c: no warm round of 65536"), std::string::npos)
+        << e.what();
+  }
   // Without warm rounds (folders kept before): the long probe's value alone.
   l.warm_rounds.clear();
   EXPECT_TRUE(all_pairs_model(preset, s.clusters[0], l).by_bytes.empty());

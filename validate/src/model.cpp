@@ -21,6 +21,9 @@ const nlohmann::json& at(const nlohmann::json& j, const std::string& key,
   return j[key];
 }
 
+// A warm round that began more than this late on some host is left out (Links::warm_rounds).
+constexpr double kLateRoundS = 1e-3;
+
 double steady(const nlohmann::json& bulk, const std::string& where) {
   return at(bulk, "steady_rate_Mbps", where).get<double>();
 }
@@ -122,10 +125,23 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
   }
   if (probes.contains("tcp_alltoall_rounds")) {
     for (const auto& r : at(probes["tcp_alltoall_rounds"], "rounds", where)) {
-      std::vector<double> t = at(r, "seconds", where).get<std::vector<double>>();
-      if (t.size() < 2) throw Error(where + ": a warm round size has fewer than two rounds");
-      t.erase(t.begin());  // it warmed the connections for this size
-      l.warm_rounds.push_back({at(r, "bytes_per_pair", where).get<double>(), upper_median(t)});
+      const double bytes = at(r, "bytes_per_pair", where).get<double>();
+      const auto t = at(r, "seconds", where).get<std::vector<double>>();
+      const auto late = r.value("late_s", std::vector<double>(t.size(), 0.0));
+      if (!l.warm_rounds.empty() && !(bytes > l.warm_rounds.back().bytes_per_pair))
+        throw Error(fmt::format("{}: the warm rounds' sizes are not ascending ({} bytes after {})",
+                                where, bytes, l.warm_rounds.back().bytes_per_pair));
+      // The first round of each size warmed the connections; a round some host began late
+      // (the mesh not up yet, a host not scheduled) measured that delay too.
+      std::vector<double> kept;
+      for (size_t i = 1; i < t.size(); ++i)
+        if (i >= late.size() || late[i] <= kLateRoundS) kept.push_back(t[i]);
+      if (kept.empty())
+        throw Error(
+            fmt::format("{}: no warm round of {} bytes per pair began on time ({} rounds, "
+                        "the first left out; a round over {} ms late is)",
+                        where, bytes, t.size(), kLateRoundS * 1e3));
+      l.warm_rounds.push_back({bytes, upper_median(kept)});
     }
   }
   if (!pp_host.empty()) l.mpi_lo_half_rtt_s = median_pingpong_s(pp_host, where + " (same host)");
