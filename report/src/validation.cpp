@@ -37,17 +37,12 @@ std::string count(const json& v) {
   return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : num(v);
 }
 
-// A time in milliseconds to three significant digits: the cases run from 0.1 ms to seconds,
-// and two digits after the decimal point of a second would show 1.40 ms as 0.001.
+// A time in milliseconds (the cases run from 0.1 ms to seconds, and three decimals of a second
+// would show 1.40 ms as 0.001): format_number's digits, and three significant ones below 0.1.
 std::string ms(const json& v) {
   if (!v.is_number()) return kDash;
   const double x = v.get<double>() * 1e3;
-  const double a = std::abs(x);
-  if (a >= 100) return fmt::format("{:.0f}", x);
-  if (a >= 10) return fmt::format("{:.1f}", x);
-  if (a >= 1) return fmt::format("{:.2f}", x);
-  if (a >= 0.1) return fmt::format("{:.3f}", x);
-  return fmt::format("{:.3g}", x);
+  return std::abs(x) >= 0.1 ? format_number(x) : fmt::format("{:.3g}", x);
 }
 
 // Sizes are powers of two: "4 MiB", "64 KiB"; other byte counts keep three digits.

@@ -31,6 +31,20 @@ nlohmann::json grid() {
           {"steps", {{"optimizers", {"Adam", "OneBitAdam"}}, {"steps", 6}}}};
 }
 
+// The least an emulation record holds for read_links: the TCP ping-pong, one bulk flow and
+// every host sending at once; tests add the probes they are about.
+nlohmann::json probes_record() {
+  return {{"probes",
+           {{"tcp_pingpong", {{"half_rtt_us", {{"median", 25.0}}}}},
+            {"bulk_host_link", {{"steady_rate_Mbps", 190.0}}},
+            {"bulk_all_hosts_at_once", {{{"steady_rate_Mbps", 190.0}}}}}}};
+}
+
+// A clbo bench collectives --collective pingpong result of `us` microseconds one way.
+nlohmann::json pingpong_result(double us) {
+  return {{"rows", {{{"op", "pingpong"}, {"time_us", us}}}}};
+}
+
 TEST(ValidateSpec, ListsExpandIntoClustersWithIdsAndUplinks) {
   const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
   ASSERT_EQ(s.clusters.size(), 5u);
@@ -222,15 +236,10 @@ TEST(ValidateSpec, TheHostsRunTheGridsCongestionControl) {
 // The MPI latencies are the median over the ping-pong's launches (one launch's is bimodal);
 // a work folder with one launch still reads.
 TEST(ValidateModel, MpiLatencyIsTheMedianOverLaunches) {
-  const nlohmann::json record = {
-      {"probes",
-       {{"tcp_pingpong", {{"half_rtt_us", {{"median", 25.0}}}}},
-        {"bulk_host_link", {{"steady_rate_Mbps", 190.0}}},
-        {"bulk_all_hosts_at_once",
-         {{{"steady_rate_Mbps", 180.0}}, {{"steady_rate_Mbps", 186.0}}}}}}};
-  auto pp = [](double us) {
-    return nlohmann::json{{"rows", {{{"op", "pingpong"}, {"time_us", us}}}}};
-  };
+  nlohmann::json record = probes_record();
+  record["probes"]["bulk_all_hosts_at_once"] = {{{"steady_rate_Mbps", 180.0}},
+                                                {{"steady_rate_Mbps", 186.0}}};
+  auto pp = pingpong_result;
   const Links l = read_links(record, {pp(80), pp(21), pp(70)}, {pp(12), pp(40), pp(30)}, "c");
   EXPECT_DOUBLE_EQ(l.mpi_half_rtt_s, 70e-6);
   EXPECT_DOUBLE_EQ(l.mpi_lo_half_rtt_s, 30e-6);
@@ -249,18 +258,13 @@ TEST(ValidateModel, MpiLatencyIsTheMedianOverLaunches) {
 // The uplink's achieved rate is its flows' bytes over their common span (the emulation's
 // uplink_aggregate); a work folder from before has only the flows, whose steady rates it sums.
 TEST(ValidateModel, TheUplinkRateIsItsFlowsBytesOverTheirSpan) {
-  nlohmann::json record = {
-      {"probes",
-       {{"tcp_pingpong", {{"half_rtt_us", {{"median", 25.0}}}}},
-        {"bulk_host_link", {{"steady_rate_Mbps", 190.0}}},
-        {"bulk_all_hosts_at_once", {{{"steady_rate_Mbps", 190.0}}}},
-        // Seen under reno through a 200 Mbit/s uplink: two flows starved, windows apart.
-        {"bulk_across_uplink",
-         {{{"steady_rate_Mbps", 116.7}},
-          {{"steady_rate_Mbps", 4.3}},
-          {{"steady_rate_Mbps", 4.8}},
-          {{"steady_rate_Mbps", 119.9}}}}}}};
-  const nlohmann::json pp = {{"rows", {{{"op", "pingpong"}, {"time_us", 80.0}}}}};
+  nlohmann::json record = probes_record();
+  // Seen under reno through a 200 Mbit/s uplink: two flows starved, windows apart.
+  record["probes"]["bulk_across_uplink"] = {{{"steady_rate_Mbps", 116.7}},
+                                            {{"steady_rate_Mbps", 4.3}},
+                                            {{"steady_rate_Mbps", 4.8}},
+                                            {{"steady_rate_Mbps", 119.9}}};
+  const nlohmann::json pp = pingpong_result(80.0);
   const Links old = read_links(record, {pp}, {}, "c");
   EXPECT_NEAR(old.uplink_Mbps, 245.7, 1e-9);
   EXPECT_NE(old.uplink_source.find("summed steady rate"), std::string::npos);
@@ -447,18 +451,14 @@ TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
   ASSERT_EQ(anchored.by_bytes.size(), 4u);
   EXPECT_EQ(anchored.by_bytes[0], std::make_pair(5792.0, 1.0));
   // Read from the emulation's record: each size's first round is left out, then the median.
-  nlohmann::json record = {
-      {"probes",
-       {{"tcp_pingpong", {{"half_rtt_us", {{"median", 25.0}}}}},
-        {"bulk_host_link", {{"steady_rate_Mbps", 190.0}}},
-        {"bulk_all_hosts_at_once", {{{"steady_rate_Mbps", 190.0}}}},
-        {"tcp_alltoall_rounds",
-         {{"rounds",
-           {{{"bytes_per_pair", 8},
-             {"seconds", {9.0, 0.3e-3, 0.2e-3, 0.25e-3, 0.09}},
-             {"late_s", {8.9, 0, 0, 0, 0.089}}},  // the last began late: left out
-            {{"bytes_per_pair", 65536}, {"seconds", {1.0, 0.012, 0.011}}}}}}}}}};
-  const nlohmann::json pp = {{"rows", {{{"op", "pingpong"}, {"time_us", 80.0}}}}};
+  nlohmann::json record = probes_record();
+  record["probes"]["tcp_alltoall_rounds"] = {
+      {"rounds",
+       {{{"bytes_per_pair", 8},
+         {"seconds", {9.0, 0.3e-3, 0.2e-3, 0.25e-3, 0.09}},
+         {"late_s", {8.9, 0, 0, 0, 0.089}}},  // the last began late: left out
+        {{"bytes_per_pair", 65536}, {"seconds", {1.0, 0.012, 0.011}}}}}};
+  const nlohmann::json pp = pingpong_result(80.0);
   record["shaping"] = {{"max_packet_frames", 4}, {"frame_bytes", 1514}};
   const Links read = read_links(record, {pp}, {}, "c");
   EXPECT_DOUBLE_EQ(read.packet_bytes, 4 * 1448);

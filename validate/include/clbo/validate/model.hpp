@@ -39,10 +39,10 @@ struct Links {
   double tcp_alltoall_s = -1;
   double tcp_alltoall_bytes_per_pair = 0;
   // The same exchange on warm connections in rounds of a few sizes (clbo-tcp-rounds): per
-  // size, ascending, the median round on the slowest host with each size's first round left
-  // out, and any round some host began over a millisecond late. The first size is an empty round (8
-  // bytes): what a round costs without bytes to carry. Empty when not measured (work folders kept
-  // before 2026-12-06).
+  // size, ascending, the median round on the slowest host, leaving out each size's first
+  // round and any round some host began over a millisecond late. The first size is an empty
+  // round (8 bytes): what a round costs without bytes to carry. Empty when not measured
+  // (work folders kept before 2026-12-06).
   struct WarmRound {
     double bytes_per_pair = 0;
     double seconds = 0;
