@@ -95,7 +95,16 @@ void summary_table(Document& doc, const ResultsFile& f) {
       if (v.contains("bandwidth_bound")) row("  bandwidth-bound: " + op, v["bandwidth_bound"]);
   row("latency-bound (all ops)", need(s, "latency_bound", f));
   if (s.contains("compute_bound")) row("compute-bound (all ops)", s["compute_bound"]);
-  row("optimizer steps", need(s, "steps", f));
+  auto within = [&](const json& n) {
+    return n.is_number_integer() ? fmt::format(" ({} within ±15%)", n.get<int64_t>()) : "";
+  };
+  row("optimizer steps" + within(s.value("steps_within_15pct", json())), need(s, "steps", f));
+  // Runs since 2026-12-06 also simulate the steps with the steps job's own compute.
+  if (s.contains("steps_with_job_compute") && s["steps_with_job_compute"].is_object()) {
+    const json& j = s["steps_with_job_compute"];
+    row("  with the steps job's own compute" + within(j.value("within_15pct", json())),
+        j.value("stats", json::object()));
+  }
   // Runs since 2026-12-05 also score the kernel model inside the collectives.
   if (s.contains("kernels") && s["kernels"].contains("by_op"))
     for (const auto& [op, v] : s["kernels"]["by_op"].items())

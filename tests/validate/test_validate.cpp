@@ -308,6 +308,43 @@ TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {
                clbo::Error);
 }
 
+// The steps job's own compute for one kind of step has the calibration's definition, over the
+// steps it is given: the same run read as a calibration and as a job agrees on them.
+TEST(ValidateModel, JobComputeIsTheCalibrationsMeasureOverTheKindsSteps) {
+  auto row = [](double grad, double opt, double comm, double kern) {
+    return nlohmann::json::array({grad + opt, grad, opt, comm, kern});
+  };
+  const nlohmann::json run = {
+      {"optimizer_type", "ZeroOneAdam"},
+      {"phase", {"sync_step", "sync_step", "local_step", "sync_step", "sync_step"}},
+      {"timing",
+       {{"steps",
+         {{"columns", {"step_s", "gradient_s", "optimizer_s", "comm_s", "compression_kernels_s"}},
+          {"rows",
+           {row(0.5, 0.033, 0.001, 0.001), row(0.016, 0.0129, 0.0024, 0.0011),
+            row(0.017, 0.0038, 0, 0), row(0.018, 0.0084, 0.0002, 0.001),
+            row(0.030, 0.0385, 0.0002, 0.001)}}}}}}};
+  // The sync steps after the first (indices 1, 3, 4): gradients 16, 18 and 30 ms, arithmetic
+  // 9.4, 7.2 and 37.3 ms; medians 18 and 9.4 ms.
+  const JobCompute sync = job_compute(run, {1, 3, 4}, "steps.json");
+  EXPECT_NEAR(sync.gradient_s, 0.018, 1e-12);
+  EXPECT_NEAR(sync.arithmetic_s, 0.0094, 1e-12);
+  EXPECT_NEAR(sync.arithmetic_s,
+              read_calibration({{"runs", {run}}}, "cal.json", "a test")
+                  .optimizer_s["ZeroOneAdam"]["sync_step"]
+                  .get<double>(),
+              1e-12);
+  const JobCompute local = job_compute(run, {2}, "steps.json");
+  EXPECT_NEAR(local.gradient_s, 0.017, 1e-12);
+  EXPECT_NEAR(local.arithmetic_s, 0.0038, 1e-12);
+  try {
+    job_compute(run, {1, 5}, "steps.json");
+    ADD_FAILURE() << "a step beyond the run was accepted";
+  } catch (const clbo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step index 5"), std::string::npos) << e.what();
+  }
+}
+
 // With each worker's own parts (clbo train over MPI), the arithmetic is each worker's step less
 // its own communication and kernels, averaged over the workers: the slowest worker's columns
 // come from different workers and lose what one worker spent computing while another waited.
@@ -643,6 +680,30 @@ TEST(ValidateSummary, MediansMaximaAndBoundsAreSeparate) {
   EXPECT_NEAR(
       s["by_op"]["dense_allreduce"]["bandwidth_bound"]["median_abs_rel_error"].get<double>(), 0.075,
       1e-12);
+}
+
+// Steps simulated again with the steps job's own compute are scored apart, and never change
+// the target, which scores the steps simulated with the calibration's compute.
+TEST(ValidateSummary, StepsWithTheJobsComputeAreScoredApart) {
+  auto step = [](double err, nlohmann::json job_err) {
+    nlohmann::json k = {{"op", "step"},
+                        {"measured_s", 1.0},
+                        {"simulated_s", 1.0 + err},
+                        {"bound", "compute"},
+                        {"rel_error", err}};
+    if (!job_err.is_null()) k["with_job_compute"] = {{"rel_error", job_err}};
+    return k;
+  };
+  const nlohmann::json s = summarize({step(0.3, -0.05), step(-0.2, 0.16), step(0.01, 0.02)});
+  EXPECT_EQ(s["steps_within_15pct"], 1);
+  EXPECT_FALSE(s["target"]["steps_met"].get<bool>());
+  const auto& j = s["steps_with_job_compute"];
+  EXPECT_EQ(j["within_15pct"], 2);
+  EXPECT_EQ(j["stats"]["cases"], 3);
+  EXPECT_NEAR(j["stats"]["median_abs_rel_error"].get<double>(), 0.05, 1e-12);
+  EXPECT_NEAR(j["stats"]["max_abs_rel_error"].get<double>(), 0.16, 1e-12);
+  EXPECT_TRUE(summarize({step(0.1, nullptr)})["steps_with_job_compute"].is_null())
+      << "results without the job's compute (kept before 2026-12-06)";
 }
 
 // Cases measured while the hypervisor took the CPUs (steal over kStealShare in the job that

@@ -188,6 +188,18 @@ def test_quick(clbo, src):
                 fail("case without %s: %s" % (key, c))
         if not c["measured_s"] > 0 or not c["simulated_s"] > 0:
             fail("non-positive time: %s" % c)
+    # Every step case is simulated again with its own kind's compute from the steps job:
+    # the measured gradient and arithmetic, and the error against the same measured step.
+    steps = [c for c in doc["cases"] if c["op"] == "step"]
+    for c in steps:
+        j = c.get("with_job_compute") or {}
+        want = (j.get("simulated_s", 0) - c["measured_s"]) / c["measured_s"]
+        if (not j.get("gradient_s", 0) > 0 or not j.get("arithmetic_s", -1) >= 0
+                or abs(j.get("rel_error", 1e9) - want) > 1e-9):
+            fail("step case without its job's compute: %s" % c)
+    sj = doc["summary"].get("steps_with_job_compute") or {}
+    if sj.get("stats", {}).get("cases") != len(steps):
+        fail("summary.steps_with_job_compute: %s" % sj)
     for key in ("median_abs_rel_error", "max_abs_rel_error", "latency_bound", "bandwidth_bound"):
         if key not in doc["summary"]:
             fail("summary without %s" % key)

@@ -55,6 +55,17 @@ struct Calibration {
 Calibration read_calibration(const nlohmann::json& train_result, const std::string& file,
                              const std::string& how);
 
+// What one kind of step computed in the steps job itself, in the calibration's terms: the
+// medians over `steps` (indices into the run's timing.steps) of the slowest worker's gradient
+// (with the gather that ends the phase) and of the optimizer's arithmetic (its step less its
+// communication and compression kernels; each worker's own, averaged, where the run timed
+// every worker). Step cases simulate with it beside the calibration (`with_job_compute`).
+struct JobCompute {
+  double gradient_s = 0, arithmetic_s = 0;
+};
+JobCompute job_compute(const nlohmann::json& run, const std::vector<size_t>& steps,
+                       const std::string& where);
+
 // The cases of one cluster: op cases for every benchmark row, step cases for every step kind
 // of every optimizer (when steps ran). Simulates on `preset` with the kernel model `km`
 // (contention already applied); the calibration's compute is multiplied by
