@@ -427,6 +427,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
     const Calibration* calibration =
         own_calibration ? own_calibration.get() : shared_calibration.get();
     const Links links = read_links(record, pp_net, pp_host, c.id);
+    for (const std::string& note : links.notes) say("warning: " + note);
     // p ranks on C cores: compute is slowed by what the calibration measured where it ran on
     // these p ranks (their gradient against one rank's alone), else by p/C.
     const double contention = cpu_contention(c.ranks(), cpus);

@@ -243,6 +243,21 @@ TEST(MpiHost, AllPairsEfficiencyBySizeIsInterpolatedInLogBytes) {
   two.nic_latency_s = two.intra_latency_s = two.switch_latency_s = 0;
   two.software_latency_s = 0;
   EXPECT_NEAR(time_on(two, 1 << 8) / time_of_without(two, 1 << 8), 1.0, 0.02);
+  // A world smaller than a node has only its own ranks there: 2 ranks on a node of 4 are
+  // looked up at 2 x 2 x 1 KiB per rank pair = 4 KiB, not 4 x 4 x 1 KiB.
+  ClusterSpec wide = test::small_cluster(2, 4);
+  wide.nic_latency_s = wide.intra_latency_s = wide.switch_latency_s = 0;
+  wide.software_latency_s = 0;
+  auto on_two_ranks = [&](const ExpandOptions& opt) {
+    return simulate_programs(wide, 2,
+                             {calls_program({{CollKind::kAlltoall, 1 << 8, DType::kF32, "x"}}, wide,
+                                            2, kernels(), opt)})[0]
+        .time_s;
+  };
+  lin.mpi_all_pairs_efficiency_by_bytes = {{4096, 0.5}, {16384, 1.0}};
+  ExpandOptions fluid = lin;
+  fluid.mpi_all_pairs_efficiency_by_bytes.clear();
+  EXPECT_NEAR(on_two_ranks(lin) / on_two_ranks(fluid), 2.0, 0.02);
 }
 
 // MPI's software cost is CPU work a rank does per peer, one peer after another: an all-pairs

@@ -502,19 +502,28 @@ TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
   ASSERT_EQ(read.warm_rounds.size(), 2u);
   EXPECT_DOUBLE_EQ(read.warm_rounds[0].seconds, 0.25e-3);
   EXPECT_DOUBLE_EQ(read.warm_rounds[1].seconds, 0.012);  // the upper of two
-  // Sizes out of order, or a size no round of which began on time, name the cluster.
+  EXPECT_TRUE(read.notes.empty());
+  // Sizes out of order name the cluster.
   auto bad = record;
   bad["probes"]["tcp_alltoall_rounds"]["rounds"][1]["bytes_per_pair"] = 4;
   EXPECT_THROW(read_links(bad, {pp}, {}, "c"), clbo::Error);
-  bad = record;
-  bad["probes"]["tcp_alltoall_rounds"]["rounds"][1]["late_s"] = {0, 0.5, 0.5};
-  try {
-    read_links(bad, {pp}, {}, "cluster c");
-    ADD_FAILURE() << "late rounds were used";
-  } catch (const clbo::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cluster c: no warm round of 65536"), std::string::npos)
-        << e.what();
-  }
+  // A round begun late by under 5% of its time stays (long rounds on 8 hosts: 2.4 ms of 83).
+  auto late = record;
+  late["probes"]["tcp_alltoall_rounds"]["rounds"][1]["seconds"] = {1.0, 0.083, 0.084};
+  late["probes"]["tcp_alltoall_rounds"]["rounds"][1]["late_s"] = {0, 0.0024, 0.0050};
+  const Links tolerant = read_links(late, {pp}, {}, "c");
+  ASSERT_EQ(tolerant.warm_rounds.size(), 2u);
+  EXPECT_DOUBLE_EQ(tolerant.warm_rounds[1].seconds, 0.083) << "only the 5 ms late round is out";
+  // A size no round of which began on time is left out with a note naming the cluster, and
+  // the other sizes stand.
+  late["probes"]["tcp_alltoall_rounds"]["rounds"][1]["late_s"] = {0, 0.5, 0.5};
+  const Links dropped = read_links(late, {pp}, {}, "cluster c");
+  ASSERT_EQ(dropped.warm_rounds.size(), 1u);
+  EXPECT_DOUBLE_EQ(dropped.warm_rounds[0].bytes_per_pair, 8);
+  ASSERT_EQ(dropped.notes.size(), 1u);
+  EXPECT_NE(dropped.notes[0].find("cluster c: no warm round of 65536"), std::string::npos)
+      << dropped.notes[0];
+  EXPECT_EQ(dropped.to_json()["notes"], nlohmann::json(dropped.notes));
   // Without warm rounds (folders kept before): the long probe's value alone.
   l.warm_rounds.clear();
   EXPECT_TRUE(all_pairs_model(preset, s.clusters[0], l).by_bytes.empty());

@@ -58,22 +58,23 @@ double mpi_hop_s(const ClusterSpec& c, const ExpandOptions& o) {
 Segment mpi_segment(const std::string& label, int idx, std::vector<Round> rounds,
                     const ClusterSpec& c, const ExpandOptions& o, bool all_pairs) {
   const double hop = mpi_hop_s(c, o);
-  double largest = 0;
-  if (all_pairs && !rounds.empty())
-    for (const Xfer& x : rounds.front()) largest = std::max(largest, static_cast<double>(x.bytes));
-  const double g = std::max(1, c.gpus_per_node);
-  const double wire = all_pairs ? 1.0 / mpi_all_pairs_efficiency_at(o, largest * g * g) : 1.0;
-  // The software cost is CPU work each rank does per peer, one peer after another: in an
-  // all-pairs round a rank's messages to its k peers overlap on the wire but not on its CPU,
-  // so the last leaves (k - 1) software latencies after the first. Two messages to one peer
-  // in the same round (a piece and its scale, side by side) share one progress pass.
-  double serial = 0;
+  double largest = 0, serial = 0, wire = 1;
   if (all_pairs && !rounds.empty()) {
+    // The software cost is CPU work each rank does per peer, one peer after another: in an
+    // all-pairs round a rank's messages to its k peers overlap on the wire but not on its
+    // CPU, so the last leaves (k - 1) software latencies after the first. Two messages to one
+    // peer in the same round (a piece and its scale, side by side) share one progress pass.
     std::map<int, std::set<int>> peers;
     size_t k = 0;
-    for (const Xfer& x : rounds.front())
+    for (const Xfer& x : rounds.front()) {
+      largest = std::max(largest, static_cast<double>(x.bytes));
       k = std::max(k, (peers[x.src].insert(x.dst), peers[x.src].size()));
+    }
     serial = static_cast<double>(k > 0 ? k - 1 : 0) * hop;
+    // Ranks per host: a world smaller than one node fills only part of it (every rank of an
+    // all-pairs round sends).
+    const double g = std::max(1, std::min(c.gpus_per_node, static_cast<int>(peers.size())));
+    wire = 1.0 / mpi_all_pairs_efficiency_at(o, largest * g * g);
   }
   Segment s = make_segment("MPI " + label, idx, std::move(rounds), hop, hop, serial, wire, o);
   s.alltoall = all_pairs;

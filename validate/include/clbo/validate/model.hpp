@@ -40,7 +40,8 @@ struct Links {
   double tcp_alltoall_bytes_per_pair = 0;
   // The same exchange on warm connections in rounds of a few sizes (clbo-tcp-rounds): per
   // size, ascending, the median round on the slowest host, leaving out each size's first
-  // round and any round some host began over a millisecond late. The first size is an empty
+  // round and any round some host began late (over 1 ms and 5% of its time; a size with no
+  // round left is left out, with a note). The first size is an empty
   // round (8 bytes): what a round costs without bytes to carry. Empty when not measured
   // (work folders kept before 2026-12-06).
   struct WarmRound {
@@ -51,6 +52,8 @@ struct Links {
   // The payload of the largest packet TCP hands htb (gso_max_segs frames of MSS bytes; the
   // emulation's shaping record), 0 when not recorded.
   double packet_bytes = 0;
+  // What the reader left out and why (one sentence each, naming the cluster); the run warns.
+  std::vector<std::string> notes;
   nlohmann::json to_json() const;
 };
 
