@@ -347,7 +347,8 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
   auto say = [&](const std::string& m) {
     if (!a.quiet) progress("validate: " + m);
   };
-  const Tools tools{clbo::cli::self_executable(), dir.string()};
+  // Only the jobs' output paths are read here: no probe runs, so no clbo-tcp-rounds.
+  const Tools tools{clbo::cli::self_executable(), dir.string(), ""};
   const fs::path kfile = dir / "kernels" / "kernels-cpu.json";
   const nlohmann::json kbench = read_json(kfile);
   // The streaming kernels' contention by rank count (a folder kept before it was measured has
@@ -553,6 +554,13 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
         st["cases_over"].get<int64_t>(), 100 * st["threshold"].get<double>(),
         100 * st["max_share"].get<double>(),
         fmt::join(st["clusters_over"].get<std::vector<std::string>>(), ", "));
+  if (const auto& probes = summary["steal"]["probe_clusters_over"]; !probes.empty())
+    std::cerr << fmt::format(
+        "[clbo] validate: warning: the link probes of clusters {} ran while the hypervisor "
+        "took over {:.0f}% of the CPUs: their presets' rates are slower than the links, and "
+        "every case of theirs was simulated on them (summary.steal.probe_clusters_over).\n",
+        fmt::join(probes.get<std::vector<std::string>>(), ", "),
+        100 * summary["steal"]["threshold"].get<double>());
   std::cout << "wrote " << out << std::endl;
   return 0;
 }

@@ -129,6 +129,16 @@ void summary_table(Document& doc, const ResultsFile& f) {
         "(at most {}{}); they still score, on a slower machine than their probes describe.",
         st.value("cases_over", 0), pct(st.value("threshold", json())),
         pct(st.value("max_share", json())), clusters.empty() ? "" : "; clusters " + clusters));
+    // Since 2026-12-06: the link probes' own steal, which slows every case's preset.
+    std::string probed;
+    for (const auto& c : st.value("probe_clusters_over", json::array()))
+      probed += (probed.empty() ? "" : ", ") + c.get<std::string>();
+    if (!probed.empty())
+      doc.paragraph(fmt::format(
+          "Stolen CPU during the link probes (every host streaming at once) of clusters {}: "
+          "their presets' rates are slower than the links, and every case of theirs was "
+          "simulated on them.",
+          probed));
   }
 }
 

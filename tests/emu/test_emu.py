@@ -292,7 +292,13 @@ def test_bad_plan(emu_dir):
         fail("worst_steal: %r" % (runner.worst_steal(record),))
     if runner.worst_steal({"jobs": {"b": {"cpu_split": None}}}) != (None, 0.0):
         fail("worst_steal without splits: %r" % (runner.worst_steal({"jobs": {}}),))
-    print("ok: the job with the most steal is found; none without CPU splits")
+    probed = dict(record, probes={"bulk_all_hosts_at_once_cpu": {"cpu_split": {"steal": 0.23}}})
+    if runner.worst_steal(probed) != (runner.PROBES_STEAL, 0.23):
+        fail("worst_steal with the probes' steal: %r" % (runner.worst_steal(probed),))
+    if runner.probes_steal(record) is not None:
+        fail("probes_steal without probes: %r" % (runner.probes_steal(record),))
+    print("ok: the job (or the link probes) with the most steal is found; none without CPU "
+          "splits")
     # An uplink's rate is what its flows delivered while all of them were sending, not their
     # steady rates' sum (a starved flow's window ends long after the others').
     agg = runner.uplink_aggregate([

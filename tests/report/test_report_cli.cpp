@@ -262,6 +262,16 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
                         "of the CPUs (at most 18.0%; clusters ss-h4-r1-200M)"),
             std::string::npos)
       << stolen;
+  EXPECT_EQ(stolen.find("during the link probes"), std::string::npos) << "none named: no line";
+  // And the clusters whose link probes ran with stolen CPU, which slows all their cases.
+  v["summary"]["steal"]["probe_clusters_over"] = json::array({"ss-h4-r1-100M"});
+  write_json("results/validation/quick.json", v);
+  ASSERT_EQ(report().exit_code, 0);
+  const std::string probed = clbo::test::slurp(path("reports/validation.md"));
+  EXPECT_NE(probed.find("Stolen CPU during the link probes (every host streaming at once) of "
+                        "clusters ss-h4-r1-100M:"),
+            std::string::npos)
+      << probed;
 }
 
 TEST_F(ReportCli, UnknownFormatIsRefused) {

@@ -99,7 +99,7 @@ TEST(ValidatePlan, TheFullGridMeasuresEveryKindOfStepAtLeastTwice) {
 // bench.min_time_s goes to every bench job as --min-time (none without it), and a value out
 // of its range is an error naming bench.min_time_s.
 TEST(ValidatePlan, BenchMinTimeReachesTheBenchJobsAndIsChecked) {
-  const Tools t{"/bin/clbo", "/w"};
+  const Tools t{"/bin/clbo", "/w", ""};
   auto bench_argv = [&](const ValidationSpec& s) {
     const nlohmann::json plan = emu_plan(s, t);
     return plan["clusters"][0]["jobs"][kPingpongLaunches]["argv"];
@@ -130,13 +130,13 @@ TEST(ValidatePlan, EveryClusterRunsTheWarmRoundProbeWhereItWasFound) {
   const nlohmann::json with = emu_plan(s, Tools{"/bin/clbo", "/w", "/bin/clbo-tcp-rounds"});
   for (const auto& c : with["clusters"])
     EXPECT_EQ(c["probes"].value("tcp_rounds", ""), "/bin/clbo-tcp-rounds") << c["id"];
-  const nlohmann::json without = emu_plan(s, Tools{"/bin/clbo", "/w"});
+  const nlohmann::json without = emu_plan(s, Tools{"/bin/clbo", "/w", ""});
   for (const auto& c : without["clusters"]) EXPECT_FALSE(c["probes"].contains("tcp_rounds"));
 }
 
 TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
   const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
-  const Tools t{"/bin/clbo", "/w"};
+  const Tools t{"/bin/clbo", "/w", ""};
   const auto jobs = bench_jobs(s, s.clusters[0], t);
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[0].ops.size(), 3u);  // allreduce:native, compressed:gather, alltoall
@@ -207,7 +207,7 @@ TEST(ValidatePlan, DefaultAndAlternativeAlgorithmsRunAsTwoJobs) {
 // plan carries to the emulation; a name that is not one, or one a namespace may not set on
 // this machine, is an error naming the field before anything starts.
 TEST(ValidateSpec, TheHostsRunTheGridsCongestionControl) {
-  const Tools t{"/bin/clbo", "/w"};
+  const Tools t{"/bin/clbo", "/w", ""};
   const ValidationSpec s = parse_validation_spec(grid(), "g.json", 2, 24e9);
   EXPECT_EQ(s.tcp_congestion_control, "reno");
   EXPECT_EQ(emu_plan(s, t)["tcp_congestion_control"], "reno");
@@ -731,6 +731,21 @@ TEST(ValidateSummary, StolenCpuIsReportedPerClusterAndScoresStay) {
   EXPECT_EQ(s["bandwidth_bound"]["cases"], 5) << "stolen cases still score";
   EXPECT_TRUE(summarize({k("c", nullptr)})["steal"]["max_share"].is_null())
       << "records without the CPU split: unknown, not 0";
+  EXPECT_EQ(s["steal"]["probe_clusters_over"], nlohmann::json::array()) << "no probe steal";
+}
+
+// A cluster whose link probe ran while the hypervisor took the CPUs is named once, whatever
+// its cases' own jobs saw: its preset's rates came from that probe.
+TEST(ValidateSummary, StolenCpuDuringTheProbesIsNamedPerCluster) {
+  auto k = [](const char* cluster, nlohmann::json probe) {
+    return nlohmann::json{{"op", "allreduce"},  {"cluster", cluster},       {"measured_s", 1.0},
+                          {"simulated_s", 1.1}, {"bound", "bandwidth"},     {"rel_error", 0.1},
+                          {"steal_share", 0.0}, {"probe_steal_share", probe}};
+  };
+  const nlohmann::json s = summarize(
+      {k("a", 0.23), k("a", 0.23), k("b", kStealShare), k("c", nullptr), k("d", 0.06)});
+  EXPECT_EQ(s["steal"]["probe_clusters_over"], nlohmann::json::array({"a", "d"}));
+  EXPECT_EQ(s["steal"]["cases_over"], 0) << "the jobs' own steal is counted apart";
 }
 
 }  // namespace

@@ -88,6 +88,19 @@ nlohmann::json steal_share(const nlohmann::json& record, const std::string& job)
   return j["cpu_split"]["steal"];
 }
 
+// The share of the CPUs the hypervisor took while every host of the cluster streamed at once
+// (the link probe whose rate its preset takes), null where the record has no CPU split. Over
+// kStealShare every case of the cluster was simulated on links slower than they are.
+nlohmann::json probe_steal_share(const nlohmann::json& record) {
+  const auto& probes = record.value("probes", nlohmann::json::object());
+  if (!probes.contains("bulk_all_hosts_at_once_cpu")) return nullptr;
+  const auto& cpu = probes["bulk_all_hosts_at_once_cpu"];
+  if (!cpu.contains("cpu_split") || !cpu["cpu_split"].is_object() ||
+      !cpu["cpu_split"].contains("steal"))
+    return nullptr;
+  return cpu["cpu_split"]["steal"];
+}
+
 // compute_s: the simulated time every rank spends computing (kernels, and for steps the
 // gradient and optimizer arithmetic), which the network does not set.
 void finish_case(nlohmann::json& k, double measured, double simulated, double no_latency,
@@ -263,6 +276,7 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
       // The timed calls behind measured_s (bench --min-time; absent in older bench files).
       k["measured_iterations"] = row.contains("iterations") ? row["iterations"] : nullptr;
       k["steal_share"] = steal_share(m.record, m.jobs[j].id);
+      k["probe_steal_share"] = probe_steal_share(m.record);
       // The compression kernels' share of it, every rank's mean (bench's kernel_us; absent
       // in older bench files and for ops without kernels): what the kernel model predicts,
       // apart from the network.
@@ -357,6 +371,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       k["bytes"] = static_cast<uint64_t>(measured_bytes / static_cast<double>(steps.size()));
       k["first_step"] = kind.first_step;
       k["steal_share"] = steal_share(m.record, "steps");
+      k["probe_steal_share"] = probe_steal_share(m.record);
       const std::vector<size_t> used = steady(steps);
       nlohmann::json parts = nlohmann::json::object();
       for (const char* col :
@@ -500,8 +515,11 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
   std::map<std::string, std::vector<double>> kernel_errors;  // signed, any bound
   int64_t stolen = 0;
   nlohmann::json max_steal = nullptr;
-  std::set<std::string> stolen_clusters;
+  std::set<std::string> stolen_clusters, stolen_probes;
   for (const auto& k : cases) {
+    if (k.contains("probe_steal_share") && k["probe_steal_share"].is_number() &&
+        k["probe_steal_share"].get<double>() > kStealShare)
+      stolen_probes.insert(k["cluster"].get<std::string>());
     if (k.contains("steal_share") && k["steal_share"].is_number()) {
       const double sh = k["steal_share"].get<double>();
       if (max_steal.is_null() || sh > max_steal.get<double>()) max_steal = sh;
@@ -586,11 +604,15 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
            {{"definition",
              "the share of the machine's CPUs the hypervisor took (/proc/stat steal) during "
              "the job that measured a case; over the threshold the case measured a slower "
-             "machine than the one its cluster's probes and kernel rates describe"},
+             "machine than the one its cluster's probes and kernel rates describe. "
+             "probe_clusters_over: the clusters whose link probe (every host streaming at "
+             "once) ran with steal over the threshold, so that every case of theirs was "
+             "simulated on links slower than they are"},
             {"threshold", kStealShare},
             {"cases_over", stolen},
             {"max_share", max_steal},
-            {"clusters_over", stolen_clusters}}},
+            {"clusters_over", stolen_clusters},
+            {"probe_clusters_over", stolen_probes}}},
           {"steps", st.to_json()},
           {"steps_within_15pct", within(steps, 0.15)},
           {"steps_with_job_compute", with_job},
