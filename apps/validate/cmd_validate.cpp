@@ -232,7 +232,8 @@ int run_validate(const Args& a) {
   // One CPU count for the calibration's workers and the simulations' contention divisor, kept
   // in the folder so a resimulation elsewhere divides by the measuring machine's.
   const int cpus = clbo::validate::machine_cpus();
-  write_json(work.path() / "machine.json", {{"cpus", cpus}});
+  write_json(work.path() / "machine.json",
+             {{"cpus", cpus}, {"facts", clbo::validate::machine_facts()}});
   // The warm-round TCP probe is built beside clbo (emu/probes).
   const fs::path tcp_rounds = fs::path(self).parent_path() / "clbo-tcp-rounds";
   const Tools tools{self, work.path().string(),
@@ -371,8 +372,11 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
   // folder kept before machine.json existed: this machine's).
   const fs::path mfile = dir / "machine.json";
   int cpus = machine_cpus();
+  // The measuring machine's kernel and idle driver; null for a folder kept before 2026-12-06.
+  nlohmann::json facts = nullptr;
   if (fs::exists(mfile)) {
     const nlohmann::json m = read_json(mfile);
+    if (m.is_object() && m.contains("facts")) facts = m["facts"];
     if (!m.is_object() || !m.contains("cpus") || !m["cpus"].is_number_integer() ||
         m["cpus"].get<int64_t>() < 1 || m["cpus"].get<int64_t>() > 4096)
       throw clbo::InputError(mfile.string(), "cpus",
@@ -508,6 +512,7 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
       {"environment", clbo::environment_json()},
       {"machine",
        {{"cpus", cpus},
+        {"facts", facts},
         {"load_average_start", load_start},
         {"load_average_end", loadavg()},
         {"note", "the emulated hosts share these CPUs; see each cluster's load averages"},

@@ -738,14 +738,25 @@ TEST(ValidateSummary, StolenCpuIsReportedPerClusterAndScoresStay) {
 // its cases' own jobs saw: its preset's rates came from that probe.
 TEST(ValidateSummary, StolenCpuDuringTheProbesIsNamedPerCluster) {
   auto k = [](const char* cluster, nlohmann::json probe) {
-    return nlohmann::json{{"op", "allreduce"},  {"cluster", cluster},       {"measured_s", 1.0},
-                          {"simulated_s", 1.1}, {"bound", "bandwidth"},     {"rel_error", 0.1},
+    return nlohmann::json{{"op", "allreduce"},  {"cluster", cluster},        {"measured_s", 1.0},
+                          {"simulated_s", 1.1}, {"bound", "bandwidth"},      {"rel_error", 0.1},
                           {"steal_share", 0.0}, {"probe_steal_share", probe}};
   };
-  const nlohmann::json s = summarize(
-      {k("a", 0.23), k("a", 0.23), k("b", kStealShare), k("c", nullptr), k("d", 0.06)});
+  const nlohmann::json s =
+      summarize({k("a", 0.23), k("a", 0.23), k("b", kStealShare), k("c", nullptr), k("d", 0.06)});
   EXPECT_EQ(s["steal"]["probe_clusters_over"], nlohmann::json::array({"a", "d"}));
   EXPECT_EQ(s["steal"]["cases_over"], 0) << "the jobs' own steal is counted apart";
+}
+
+// The measuring machine's facts name every field, null where /proc or /sys lacks it; Linux
+// always has its kernel release.
+TEST(ValidateMachine, FactsNameTheKernelAndEveryField) {
+  const nlohmann::json f = machine_facts();
+  for (const char* k : {"kernel", "cpu_model", "cpuidle_driver", "guest_halt_poll_ns"})
+    EXPECT_TRUE(f.contains(k)) << k;
+  ASSERT_TRUE(f["kernel"].is_string());
+  EXPECT_FALSE(f["kernel"].get<std::string>().empty());
+  EXPECT_EQ(f["kernel"].get<std::string>().find('\n'), std::string::npos);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "clbo/core/error.hpp"
@@ -226,6 +227,33 @@ nlohmann::json AllPairs::to_json() const {
 
 int machine_cpus() {
   return std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+namespace {
+
+// The first line of a /proc or /sys file, or (with `key`) the value of its first "key : value"
+// line; null where the file or the key is absent.
+nlohmann::json first_line(const char* path, const std::string& key = "") {
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (key.empty()) return line;
+    const auto colon = line.find(':');
+    if (line.rfind(key, 0) == 0 && colon != std::string::npos) {
+      const auto start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? std::string() : line.substr(start);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+nlohmann::json machine_facts() {
+  return {{"kernel", first_line("/proc/sys/kernel/osrelease")},
+          {"cpu_model", first_line("/proc/cpuinfo", "model name")},
+          {"cpuidle_driver", first_line("/sys/devices/system/cpu/cpuidle/current_driver")},
+          {"guest_halt_poll_ns", first_line("/sys/module/haltpoll/parameters/guest_halt_poll_ns")}};
 }
 
 double cpu_contention(int ranks, int cpus) {

@@ -99,6 +99,13 @@ sim::ClusterSpec without_latency(sim::ClusterSpec c);
 // worker per CPU and cpu_contention divides by the same count, so both read it here.
 int machine_cpus();
 
+// What else about the measuring machine sets the emulation's latencies and rates, read from
+// /proc and /sys (null where absent): `kernel` (its release), `cpu_model`, `cpuidle_driver`
+// and `guest_halt_poll_ns` (a guest's halt-polling: with none, every wake-up of an idle vCPU
+// goes through the hypervisor, which set the namespaces' round trips of 2026-12-06 19:57 at
+// 4-10 times the runs' before).
+nlohmann::json machine_facts();
+
 // p ranks sharing `cpus` cores: the factor their concurrent compute is slowed by.
 double cpu_contention(int ranks, int cpus);
 
