@@ -221,6 +221,18 @@ void cases_table(Document& doc, const ResultsFile& f) {
   doc.table(t);
 }
 
+// " Kernel K, CPU C, idle driver D (guest halt polling N ns)." from machine.facts (since
+// 2026-12-06: what sets the emulation's latencies besides the CPU count); "" without it.
+std::string facts_sentence(const json& f) {
+  if (!f.is_object()) return "";
+  auto text = [&](const char* k) {
+    return f.contains(k) && f[k].is_string() ? f[k].get<std::string>() : std::string(kDash);
+  };
+  return fmt::format(" Kernel {}, CPU {}, idle driver {} (guest halt polling {} ns).",
+                     text("kernel"), text("cpu_model"), text("cpuidle_driver"),
+                     text("guest_halt_poll_ns"));
+}
+
 }  // namespace
 
 bool has_validation(const ResultsStore& store) {
@@ -240,9 +252,10 @@ Document validation_document(const ResultsStore& store) {
     doc.heading(f->key);
     const json& m = f->doc.value("machine", json::object());
     if (m.contains("load_average_start"))
-      doc.paragraph(fmt::format("Machine: {} CPUs; load average {} at the start, {} at the end.",
+      doc.paragraph(fmt::format("Machine: {} CPUs; load average {} at the start, {} at the end.{}",
                                 m.value("cpus", 0), num(m["load_average_start"][0]),
-                                num(m.value("load_average_end", json::array({json()}))[0])));
+                                num(m.value("load_average_end", json::array({json()}))[0]),
+                                facts_sentence(m.value("facts", json()))));
     summary_table(doc, *f);
     clusters_table(doc, *f);
     cases_table(doc, *f);

@@ -246,6 +246,7 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
   EXPECT_NE(md.find("| 0.970 | 64 KiB 0.760, 4 MiB 0.970 |"), std::string::npos) << md;
   EXPECT_NE(md.find("dense allreduce met, compressed allreduce not met"), std::string::npos) << md;
   EXPECT_NE(md.find("load average 0.400 at the start"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Kernel "), std::string::npos) << "no machine.facts: no sentence";
   EXPECT_EQ(md.find("Stolen CPU"), std::string::npos) << "no steal recorded: no line";
   EXPECT_NE(md.find("TCP congestion control on the emulated hosts: reno (the plan)."),
             std::string::npos)
@@ -263,6 +264,18 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
             std::string::npos)
       << stolen;
   EXPECT_EQ(stolen.find("during the link probes"), std::string::npos) << "none named: no line";
+  // The measuring machine's facts (since 2026-12-06), a dash for one /sys lacked.
+  v["machine"]["facts"] = {{"kernel", "6.1.0"},
+                           {"cpu_model", "AMD EPYC"},
+                           {"cpuidle_driver", "haltpoll"},
+                           {"guest_halt_poll_ns", nullptr}};
+  write_json("results/validation/quick.json", v);
+  ASSERT_EQ(report().exit_code, 0);
+  const std::string facts = clbo::test::slurp(path("reports/validation.md"));
+  EXPECT_NE(facts.find("at the end. Kernel 6.1.0, CPU AMD EPYC, idle driver haltpoll (guest "
+                       "halt polling – ns)."),
+            std::string::npos)
+      << facts;
   // And the clusters whose link probes ran with stolen CPU, which slows all their cases.
   v["summary"]["steal"]["probe_clusters_over"] = json::array({"ss-h4-r1-100M"});
   write_json("results/validation/quick.json", v);
