@@ -566,6 +566,14 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
         "every case of theirs was simulated on them (summary.steal.probe_clusters_over).\n",
         fmt::join(probes.get<std::vector<std::string>>(), ", "),
         100 * summary["steal"]["threshold"].get<double>());
+  if (const auto& net = summary["network_cpu"]; !net["cpu_bound_clusters"].empty())
+    std::cerr << fmt::format(
+        "[clbo] validate: warning: the links of clusters {} were bound by this machine's CPUs "
+        "(idle under {:.0f}% while every host streamed at its rate): their errors test the "
+        "packet processing the simulator does not model more than the network model "
+        "(summary.network_cpu; docs/validation.md, \"Which clusters\").\n",
+        fmt::join(net["cpu_bound_clusters"].get<std::vector<std::string>>(), ", "),
+        100 * net["idle_threshold"].get<double>());
   std::cout << "wrote " << out << std::endl;
   return 0;
 }

@@ -77,6 +77,13 @@ std::string yes_no(const json& v) {
   return v.is_boolean() ? (v.get<bool>() ? "met" : "not met") : kDash;
 }
 
+// "a, b, c" from a JSON array of strings.
+std::string joined(const json& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n.get<std::string>();
+  return out;
+}
+
 void summary_table(Document& doc, const ResultsFile& f) {
   const json& s = need(f.doc, "summary", f);
   Table t;
@@ -121,24 +128,31 @@ void summary_table(Document& doc, const ResultsFile& f) {
   // Runs since 2026-12-05 record the CPU the hypervisor took during each case's job.
   if (s.contains("steal") && s["steal"].value("max_share", json()).is_number()) {
     const json& st = s["steal"];
-    std::string clusters;
-    for (const auto& c : st.value("clusters_over", json::array()))
-      clusters += (clusters.empty() ? "" : ", ") + c.get<std::string>();
+    const std::string clusters = joined(st.value("clusters_over", json::array()));
     doc.paragraph(fmt::format(
         "Stolen CPU: {} cases were measured while the hypervisor took over {} of the CPUs "
         "(at most {}{}); they still score, on a slower machine than their probes describe.",
         st.value("cases_over", 0), pct(st.value("threshold", json())),
         pct(st.value("max_share", json())), clusters.empty() ? "" : "; clusters " + clusters));
     // Since 2026-12-06: the link probes' own steal, which slows every case's preset.
-    std::string probed;
-    for (const auto& c : st.value("probe_clusters_over", json::array()))
-      probed += (probed.empty() ? "" : ", ") + c.get<std::string>();
+    const std::string probed = joined(st.value("probe_clusters_over", json::array()));
     if (!probed.empty())
       doc.paragraph(fmt::format(
           "Stolen CPU during the link probes (every host streaming at once) of clusters {}: "
           "their presets' rates are slower than the links, and every case of theirs was "
           "simulated on them.",
           probed));
+  }
+  // Since 2026-12-06: clusters whose links the machine's CPUs bound ("Which clusters").
+  if (s.contains("network_cpu")) {
+    const json& net = s["network_cpu"];
+    const std::string bound = joined(net.value("cpu_bound_clusters", json::array()));
+    if (!bound.empty())
+      doc.paragraph(fmt::format(
+          "CPU-bound links: clusters {} (the CPUs idle under {} while every host streamed at "
+          "its link's rate): their errors test the machine's packet processing, which the "
+          "simulator does not model, more than the network model.",
+          bound, pct(net.value("idle_threshold", json()))));
   }
 }
 

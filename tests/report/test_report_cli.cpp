@@ -285,6 +285,15 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
                         "clusters ss-h4-r1-100M:"),
             std::string::npos)
       << probed;
+  EXPECT_EQ(probed.find("CPU-bound links"), std::string::npos) << "none named: no line";
+  // And the clusters whose links the machine's CPUs bound.
+  v["summary"]["network_cpu"] = {{"idle_threshold", 0.2},
+                                 {"cpu_bound_clusters", json::array({"ss-h8-r1-200M"})}};
+  const std::string cpu_bound = rendered();
+  EXPECT_NE(cpu_bound.find("CPU-bound links: clusters ss-h8-r1-200M (the CPUs idle under 20.0% "
+                           "while every host streamed at its link's rate)"),
+            std::string::npos)
+      << cpu_bound;
 }
 
 TEST_F(ReportCli, UnknownFormatIsRefused) {

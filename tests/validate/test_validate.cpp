@@ -743,6 +743,21 @@ TEST(ValidateSummary, StolenCpuDuringTheProbesIsNamedPerCluster) {
   EXPECT_EQ(s["steal"]["cases_over"], 0) << "the jobs' own steal is counted apart";
 }
 
+// A cluster whose CPUs were nearly all busy while every host streamed at its rate has
+// CPU-bound links, named once; a record without the split names nothing.
+TEST(ValidateSummary, CpuBoundLinksAreNamedPerCluster) {
+  auto k = [](const char* cluster, nlohmann::json idle) {
+    return nlohmann::json{{"op", "allreduce"},       {"cluster", cluster},   {"measured_s", 1.0},
+                          {"simulated_s", 1.1},      {"bound", "bandwidth"}, {"rel_error", 0.1},
+                          {"probe_idle_share", idle}};
+  };
+  const nlohmann::json s = summarize({k("ss-h8", 0.08), k("ss-h8", 0.08), k("ss-h4", 0.51),
+                                      k("old", nullptr), k("edge", kProbeIdleShare)});
+  EXPECT_EQ(s["network_cpu"]["cpu_bound_clusters"], nlohmann::json::array({"ss-h8"}));
+  EXPECT_DOUBLE_EQ(s["network_cpu"]["idle_threshold"].get<double>(), kProbeIdleShare);
+  EXPECT_EQ(s["bandwidth_bound"]["cases"], 5) << "their cases still score";
+}
+
 // The measuring machine's facts name every field, null where /proc or /sys lacks it; Linux
 // always has its kernel release.
 TEST(ValidateMachine, FactsNameTheKernelAndEveryField) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -88,17 +89,25 @@ nlohmann::json steal_share(const nlohmann::json& record, const std::string& job)
   return j["cpu_split"]["steal"];
 }
 
-// The share of the CPUs the hypervisor took while every host of the cluster streamed at once
-// (the link probe whose rate its preset takes), null where the record has no CPU split. Over
-// kStealShare every case of the cluster was simulated on links slower than they are.
-nlohmann::json probe_steal_share(const nlohmann::json& record) {
+// One kind of the machine's CPU time (/proc/stat's "steal", "idle", ...) as a share of the
+// time every host of the cluster streamed at once: the link probe whose rates the cluster's
+// preset takes. Null where the record has no CPU split.
+nlohmann::json probe_cpu_share(const nlohmann::json& record, const char* kind) {
   const auto& probes = record.value("probes", nlohmann::json::object());
   if (!probes.contains("bulk_all_hosts_at_once_cpu")) return nullptr;
   const auto& cpu = probes["bulk_all_hosts_at_once_cpu"];
   if (!cpu.contains("cpu_split") || !cpu["cpu_split"].is_object() ||
-      !cpu["cpu_split"].contains("steal"))
+      !cpu["cpu_split"].contains(kind))
     return nullptr;
-  return cpu["cpu_split"]["steal"];
+  return cpu["cpu_split"][kind];
+}
+
+// The probe's share of each kind a case records: steal over kStealShare means every case of
+// the cluster was simulated on links slower than they are; idle under kProbeIdleShare that
+// the links were bound by the CPUs.
+void probe_cpu_shares(nlohmann::json& k, const nlohmann::json& record) {
+  k["probe_steal_share"] = probe_cpu_share(record, "steal");
+  k["probe_idle_share"] = probe_cpu_share(record, "idle");
 }
 
 // compute_s: the simulated time every rank spends computing (kernels, and for steps the
@@ -276,7 +285,7 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
       // The timed calls behind measured_s (bench --min-time; absent in older bench files).
       k["measured_iterations"] = row.contains("iterations") ? row["iterations"] : nullptr;
       k["steal_share"] = steal_share(m.record, m.jobs[j].id);
-      k["probe_steal_share"] = probe_steal_share(m.record);
+      probe_cpu_shares(k, m.record);
       // The compression kernels' share of it, every rank's mean (bench's kernel_us; absent
       // in older bench files and for ops without kernels): what the kernel model predicts,
       // apart from the network.
@@ -371,7 +380,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       k["bytes"] = static_cast<uint64_t>(measured_bytes / static_cast<double>(steps.size()));
       k["first_step"] = kind.first_step;
       k["steal_share"] = steal_share(m.record, "steps");
-      k["probe_steal_share"] = probe_steal_share(m.record);
+      probe_cpu_shares(k, m.record);
       const std::vector<size_t> used = steady(steps);
       nlohmann::json parts = nlohmann::json::object();
       for (const char* col :
@@ -515,13 +524,18 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
   std::map<std::string, std::vector<double>> kernel_errors;  // signed, any bound
   int64_t stolen = 0;
   nlohmann::json max_steal = nullptr;
-  std::set<std::string> stolen_clusters, stolen_probes;
+  std::set<std::string> stolen_clusters, stolen_probes, cpu_bound_links;
   for (const auto& k : cases) {
-    if (k.contains("probe_steal_share") && k["probe_steal_share"].is_number() &&
-        k["probe_steal_share"].get<double>() > kStealShare)
+    // A CPU share the case recorded; NaN (never over or under a threshold) where it has none.
+    auto share = [&](const char* key) {
+      return k.contains(key) && k[key].is_number() ? k[key].get<double>()
+                                                   : std::numeric_limits<double>::quiet_NaN();
+    };
+    if (share("probe_steal_share") > kStealShare)
       stolen_probes.insert(k["cluster"].get<std::string>());
-    if (k.contains("steal_share") && k["steal_share"].is_number()) {
-      const double sh = k["steal_share"].get<double>();
+    if (share("probe_idle_share") < kProbeIdleShare)
+      cpu_bound_links.insert(k["cluster"].get<std::string>());
+    if (const double sh = share("steal_share"); !std::isnan(sh)) {
       if (max_steal.is_null() || sh > max_steal.get<double>()) max_steal = sh;
       if (sh > kStealShare) {
         ++stolen;
@@ -613,6 +627,14 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
             {"max_share", max_steal},
             {"clusters_over", stolen_clusters},
             {"probe_clusters_over", stolen_probes}}},
+          {"network_cpu",
+           {{"definition",
+             "the clusters whose CPUs were idle less than idle_threshold of the time while "
+             "every host streamed at its link's rate (the link probe): their links are bound "
+             "by the machine's packet processing, which the simulator does not model, so their "
+             "cases' errors test the CPU more than the network model"},
+            {"idle_threshold", kProbeIdleShare},
+            {"cpu_bound_clusters", cpu_bound_links}}},
           {"steps", st.to_json()},
           {"steps_within_15pct", within(steps, 0.15)},
           {"steps_with_job_compute", with_job},
