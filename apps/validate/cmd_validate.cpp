@@ -337,6 +337,11 @@ int run_validate(const Args& a) {
                     "nothing was written",
                     rc));
   write_json(work.path() / "validation-spec.json", spec.config);
+  // The measuring run's wall time so far (everything but the simulations, about a second),
+  // kept for a resimulation, whose own timing.wall_s is only its simulations'.
+  write_json(work.path() / "timing.json",
+             {{"measured_wall_s",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count()}});
   return simulate_all(a, spec, work.path(), out, load_start, wall0);
 }
 
@@ -544,7 +549,13 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
         {"note",
          "measured by the earlier run that kept this work folder (--keep-work); simulated "
          "again from it by --resimulate. timing.wall_s and machine.load_average_end are the "
-         "resimulation's, machine.load_average_start the measuring run's"}};
+         "resimulation's, machine.load_average_start the measuring run's, and "
+         "measured_wall_s the measuring run's time up to its simulations (null for a folder "
+         "kept before 2026-12-06)"}};
+    const fs::path tfile = fs::path(a.resimulate) / "timing.json";
+    result["resimulated"]["measured_wall_s"] =
+        fs::exists(tfile) ? read_json(tfile).value("measured_wall_s", nlohmann::json())
+                          : nlohmann::json();
     result["provenance"]["inputs"] =
         "measured by the run that kept the work folder (see resimulated)";
   }

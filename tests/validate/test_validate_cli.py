@@ -227,6 +227,12 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
         fail("--resimulate gave other cases than the run that measured them")
     if redone.get("resimulated", {}).get("work_folder") != work or "resimulated" in doc:
         fail("a resimulated result must say so, and only it: %s" % redone.get("resimulated"))
+    # ... with the measuring run's wall time, which its own timing.wall_s is not.
+    measured_wall = redone["resimulated"].get("measured_wall_s")
+    total = doc["timing"]["wall_s"]
+    if not isinstance(measured_wall, (int, float)) or not 0 < measured_wall <= total:
+        fail("resimulated.measured_wall_s %r: not the measuring run's (%s s in all)"
+             % (measured_wall, total))
     # The contention is the measuring machine's: machine.json is read, not this CPU count.
     # Every contention of this run was measured on the clusters' own ranks (the calibrations,
     # the all-pairs ping-pong), so another CPU count changes no case...
