@@ -144,10 +144,15 @@ def validate_plan(plan):
 PROBES_STEAL = "probes"  # worst_steal's name for the link probes (every host streaming at once)
 
 
+def probes_split(record):
+    """The machine's CPU split while every host streamed at once (the probe whose rate the
+    cluster's preset takes), or None where the record has none."""
+    return record.get("probes", {}).get("bulk_all_hosts_at_once_cpu", {}).get("cpu_split")
+
+
 def probes_steal(record):
-    """The share of the CPUs the hypervisor took while every host streamed at once (the probe
-    whose rate the cluster's preset takes), or None where the record has no CPU split."""
-    split = record.get("probes", {}).get("bulk_all_hosts_at_once_cpu", {}).get("cpu_split")
+    """The share of the CPUs the hypervisor took during probes_split, or None."""
+    split = probes_split(record)
     return split.get("steal") if split else None
 
 
@@ -158,11 +163,9 @@ def worst_steal(record):
     case of the cluster is simulated with (4 hosts at 100 Mbit/s streamed at 80 instead of 95
     Mbit/s with 23% stolen, 2026-12-06)."""
     worst = (None, 0.0)
-    share = probes_steal(record)
-    if share is not None and share > worst[1]:
-        worst = (PROBES_STEAL, share)
-    for name, job in sorted(record.get("jobs", {}).items()):
-        split = job.get("cpu_split")
+    splits = [(PROBES_STEAL, probes_split(record))]
+    splits += [(name, job.get("cpu_split")) for name, job in sorted(record.get("jobs", {}).items())]
+    for name, split in splits:
         if split and split.get("steal", 0.0) > worst[1]:
             worst = (name, split["steal"])
     return worst

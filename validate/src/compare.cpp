@@ -79,27 +79,28 @@ nlohmann::json base_case(const ClusterConfig& c) {
                                    : nlohmann::json(nullptr)}};
 }
 
-// The share of the CPUs the hypervisor took (steal) while the emulation's job `job` ran, null
-// where the record has none (work folders kept before the emulation split the CPU time).
-nlohmann::json steal_share(const nlohmann::json& record, const std::string& job) {
-  if (!record.contains("jobs") || !record["jobs"].contains(job)) return nullptr;
-  const auto& j = record["jobs"][job];
-  if (!j.contains("cpu_split") || !j["cpu_split"].is_object() || !j["cpu_split"].contains("steal"))
-    return nullptr;
-  return j["cpu_split"]["steal"];
+// One kind of the machine's CPU time (/proc/stat's "steal", "idle", ...) as a share of the
+// time `part` of an emulation record ran: part["cpu_split"][kind], null where that is absent
+// (work folders kept before the emulation split the CPU time, jobs shorter than a tick).
+nlohmann::json cpu_split_share(const nlohmann::json& part, const char* kind) {
+  if (!part.is_object() || !part.contains("cpu_split")) return nullptr;
+  const auto& split = part["cpu_split"];
+  if (!split.is_object() || !split.contains(kind)) return nullptr;
+  return split[kind];
 }
 
-// One kind of the machine's CPU time (/proc/stat's "steal", "idle", ...) as a share of the
-// time every host of the cluster streamed at once: the link probe whose rates the cluster's
-// preset takes. Null where the record has no CPU split.
+// The share of the CPUs the hypervisor took (steal) while the emulation's job `job` ran.
+nlohmann::json steal_share(const nlohmann::json& record, const std::string& job) {
+  if (!record.contains("jobs") || !record["jobs"].contains(job)) return nullptr;
+  return cpu_split_share(record["jobs"][job], "steal");
+}
+
+// One kind of CPU time while every host of the cluster streamed at once: the link probe
+// whose rates the cluster's preset takes.
 nlohmann::json probe_cpu_share(const nlohmann::json& record, const char* kind) {
-  const auto& probes = record.value("probes", nlohmann::json::object());
-  if (!probes.contains("bulk_all_hosts_at_once_cpu")) return nullptr;
-  const auto& cpu = probes["bulk_all_hosts_at_once_cpu"];
-  if (!cpu.contains("cpu_split") || !cpu["cpu_split"].is_object() ||
-      !cpu["cpu_split"].contains(kind))
+  if (!record.contains("probes") || !record["probes"].contains("bulk_all_hosts_at_once_cpu"))
     return nullptr;
-  return cpu["cpu_split"][kind];
+  return cpu_split_share(record["probes"]["bulk_all_hosts_at_once_cpu"], kind);
 }
 
 // The probe's share of each kind a case records: steal over kStealShare means every case of
