@@ -113,7 +113,8 @@ nlohmann::json simulate_experiment(const nlohmann::json& spec_json, const std::s
           std::string key;
           bool compressed = false;
           for (const CommCall& c : as_run.schedule.calls) {
-            key += "|" + expansion_key(c);
+            key += '|';
+            key += expansion_key(c);
             compressed |= c.kind == CollKind::kCompressedAllreduce;
           }
           if (compressed) key += fmt::format("|{}", to_string(slots[si].impl));

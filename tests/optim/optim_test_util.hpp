@@ -140,4 +140,12 @@ inline uint64_t planned_bytes(const Optimizer& o, int64_t t, int p, int rank) {
   return total;
 }
 
+// Names a world-size parameterised test "p<N>". Built by appending: GCC 12 warns falsely
+// (-Wrestrict, inside char_traits) on `"p" + std::to_string(n)` once it is inlined here.
+inline std::string world_size_name(const ::testing::TestParamInfo<int>& info) {
+  std::string name = "p";
+  name += std::to_string(info.param);
+  return name;
+}
+
 }  // namespace clbo::test

@@ -100,8 +100,7 @@ TEST_P(BytesTest, CountedBytesEqualThePlannedBytesOfTheSchedule) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, BytesTest, ::testing::Values(1, 2, 3, 4),
-                         [](const auto& info) { return "p" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(WorldSizes, BytesTest, ::testing::Values(1, 2, 3, 4), world_size_name);
 
 }  // namespace
 }  // namespace clbo::test

@@ -98,8 +98,7 @@ TEST_P(ResumeTest, ResumingIsBitIdenticalToNotStopping) {
   for (const ResumeCase& c : resume_cases()) expect_bit_exact_resume(c, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, ResumeTest, ::testing::Values(1, 3),
-                         [](const auto& info) { return "p" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ResumeTest, ::testing::Values(1, 3), world_size_name);
 
 TEST(Checkpoint, StreamStateRoundTripsIntoAFreshOptimizer) {
   const auto cfg = block("ZeroOneAdam", with_hyper({{"var_freeze_step", 3}}));

@@ -59,8 +59,7 @@ TEST_P(WarmupTest, ZeroOneAdamVarianceStepsAreAdamWithoutBiasCorrection) {
       block("Adam", with_hyper({{"bias_correction", false}})), GetParam(), 6);
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, WarmupTest, ::testing::Values(1, 3),
-                         [](const auto& info) { return "p" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(WorldSizes, WarmupTest, ::testing::Values(1, 3), world_size_name);
 
 TEST(Equivalence, KeepingThePaddingTailChangesLaterSteps) {
   // The tail only enters from the second compressed step on (it starts at zero).

@@ -264,8 +264,7 @@ TEST_P(ReferenceTest, SlambFp32Wire) {
   check_slamb("fp32", DType::kF32, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, ReferenceTest, ::testing::Values(1, 3),
-                         [](const auto& info) { return "p" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ReferenceTest, ::testing::Values(1, 3), world_size_name);
 
 }  // namespace
 }  // namespace clbo::test

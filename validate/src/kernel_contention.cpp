@@ -89,7 +89,9 @@ std::string streaming_probe_filter(const std::string& name) {
   // its size, whatever suffixes Google Benchmark appends.
   const size_t first = name.find('/');
   const size_t second = first == std::string::npos ? first : name.find('/', first + 1);
-  return "^" + (second == std::string::npos ? name + "$" : name.substr(0, second + 1));
+  std::string filter = "^";
+  filter += second == std::string::npos ? name + "$" : name.substr(0, second + 1);
+  return filter;
 }
 
 int64_t contention_iterations(const nlohmann::json& kernel_bench, const std::string& name,
