@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs the committed convergence set (results/convergence/*.json) and regenerates
 # results/convergence/SUMMARY.md from the result files. The two families take 12.6 min on an idle
-# 2-core machine, everything 19.6 (docs/convergence.md, "Time"). Usage: experiments/convergence/run_all.sh
+# 2-core machine, everything 23.4 (docs/convergence.md, "Time"). Usage: experiments/convergence/run_all.sh
 # [path/to/clbo]. Each file's CPU and wall time and the load average go to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CLBO=${1:-build/bin/clbo}
 # Every experiment but the smoke subset, in file-name order as `clbo reproduce --full` runs them.
-SET=(adam_family deepspeed_defaults lamb_family zero_one_adam_ablation)
+SET=(adam_family compression_granularity deepspeed_defaults lamb_family zero_one_adam_ablation)
 for name in "${SET[@]}"; do
   echo "load before $name: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   TIMEFORMAT="$name: %U s user, %S s sys, %R s wall"
