@@ -311,8 +311,29 @@ TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {
   EXPECT_NEAR(c.optimizer_s["ZeroOneAdam"]["local_step"].get<double>(), 0.0038, 1e-12);
   // gradients of the steps after the first: 16, 17, 18, 19 ms (not the first step's 500).
   EXPECT_NEAR(c.gradient_s, 0.0175, 1e-12);
+  // The slowest worker's communication, the same median: 2.4, 0.2 and 0.2 ms in the sync
+  // steps after the first; the local step talks to no one.
+  EXPECT_NEAR(c.comm_s["ZeroOneAdam"]["sync_step"].get<double>(), 0.0002, 1e-12);
+  EXPECT_EQ(c.comm_s["ZeroOneAdam"]["local_step"].get<double>(), 0.0);
+  EXPECT_EQ(c.to_json()["comm_s"], c.comm_s);
   EXPECT_THROW(read_calibration({{"runs", nlohmann::json::array()}}, "cal.json", "a test"),
                clbo::Error);
+}
+
+// A step's communication is never simulated below the calibration's over loopback: the floor
+// raises it and adds the difference to the step; a network slower than the floor keeps its own.
+TEST(ValidateModel, TheCalibrationsCommunicationIsTheFloorOfAStepsCommunication) {
+  const FlooredComm raised = floored_comm(0.012, 0.033);
+  EXPECT_EQ(raised.network_s, 0.012);
+  EXPECT_EQ(raised.floor_s, 0.033);
+  EXPECT_EQ(raised.comm_s, 0.033);
+  EXPECT_NEAR(raised.extra_s, 0.021, 1e-15);
+  const FlooredComm kept = floored_comm(0.164, 0.021);
+  EXPECT_EQ(kept.comm_s, 0.164);
+  EXPECT_EQ(kept.extra_s, 0.0);
+  // No floor (a kind the calibration lacks) and a negative one change nothing.
+  EXPECT_EQ(floored_comm(0.005, 0.0).extra_s, 0.0);
+  EXPECT_EQ(floored_comm(0.005, -1.0).comm_s, 0.005);
 }
 
 // The steps job's own compute for one kind of step has the calibration's definition, over the

@@ -197,6 +197,11 @@ def test_quick(clbo, src):
         if (not j.get("gradient_s", 0) > 0 or not j.get("arithmetic_s", -1) >= 0
                 or abs(j.get("rel_error", 1e9) - want) > 1e-9):
             fail("step case without its job's compute: %s" % c)
+        # The simulated communication is the network's, raised to the calibration's floor.
+        parts = c["simulated_parts"]
+        floor = parts.get("comm_floor_s")
+        if (floor is None or abs(parts["comm_s"] - max(parts["comm_network_s"], floor)) > 1e-12):
+            fail("step case without its communication floor: %s" % parts)
     sj = doc["summary"].get("steps_with_job_compute") or {}
     if sj.get("stats", {}).get("cases") != len(steps):
         fail("summary.steps_with_job_compute: %s" % sj)

@@ -350,8 +350,11 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     nlohmann::json k;
     sim::StepKind kind;
     double optimizer_s;
+    nlohmann::json comm_floor_s;  // the calibration's communication, null where it has none
     JobCompute job;
   };
+  // The calibration's communication is a floor only where it ran these p ranks.
+  const bool has_floor = cal.ranks == p && cal.comm_s.is_object();
   std::vector<Pending> pending;
   std::vector<sim::Program> progs, bare_progs;
   sim::TrainingSetup bare_setup = setup;
@@ -393,7 +396,11 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       const nlohmann::json& opt =
           cal.optimizer_s.contains(type) ? cal.optimizer_s[type] : nlohmann::json::object();
       const double opt_s = opt.contains(phase) ? opt[phase].get<double>() : 0.0;
-      pending.push_back({k, kind, opt_s * factor, job_compute(run, used, where + ", run " + type)});
+      nlohmann::json floor = nullptr;
+      if (has_floor && cal.comm_s.contains(type) && cal.comm_s[type].contains(phase))
+        floor = cal.comm_s[type][phase];
+      pending.push_back(
+          {k, kind, opt_s * factor, floor, job_compute(run, used, where + ", run " + type)});
       progs.push_back(sim::step_program(kind, setup));
       bare_progs.push_back(sim::step_program(kind, bare_setup));
     }
@@ -409,13 +416,22 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     lat0.compute.optimizer_s = pending[i].optimizer_s;
     const sim::StepKindResult r0 = sim::step_result(pending[i].kind, lat0, bare_progs[i], bare[i]);
     nlohmann::json& k = pending[i].k;
-    k["simulated_parts"] = {{"compute_s", r.fwd_s + r.bwd_s},
-                            {"optimizer_s", r.optimizer_s},
-                            {"compression_kernels_s", r.compression_s},
-                            {"comm_s", r.comm_s}};
+    const double floor_s =
+        pending[i].comm_floor_s.is_null() ? 0.0 : pending[i].comm_floor_s.get<double>();
+    const FlooredComm comm = floored_comm(r.comm_s, floor_s);
+    // The floor is the CPUs' part of the communication, not the network's latency: the
+    // latency-free simulation keeps it too.
+    const FlooredComm comm0 = floored_comm(r0.comm_s, floor_s);
+    k["simulated_parts"] = {
+        {"compute_s", r.fwd_s + r.bwd_s},           {"optimizer_s", r.optimizer_s},
+        {"compression_kernels_s", r.compression_s}, {"comm_s", comm.comm_s},
+        {"comm_network_s", comm.network_s},         {"comm_floor_s", pending[i].comm_floor_s}};
     k["simulated_bytes_per_rank"] = r.bytes_per_gpu;
     const double measured = k["measured_parts"]["step_s"].get<double>();
-    finish_case(k, measured, r.time_s, r0.time_s, r.compute_s() + r.compression_s);
+    finish_case(k, measured, r.time_s + comm.extra_s, r0.time_s + comm0.extra_s,
+                r.compute_s() + r.compression_s);
+    k["provenance"]["simulated_parts.comm_floor_s"] =
+        "measured: the calibration's communication over loopback (its slowest worker's)";
     // The same simulated communication and kernels with the steps job's own compute in
     // place of the calibration's: the model's error apart from the CPU's drift between the
     // two jobs (docs/validation.md, "Steps with the job's own compute").
@@ -424,7 +440,8 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     with_job.compute.fwd_per_sample_s =
         job.gradient_s / static_cast<double>(s.steps.batch_per_worker);
     with_job.compute.optimizer_s = job.arithmetic_s;
-    const double t = sim::step_result(pending[i].kind, with_job, progs[i], full[i]).time_s;
+    const double t =
+        sim::step_result(pending[i].kind, with_job, progs[i], full[i]).time_s + comm.extra_s;
     k["with_job_compute"] = {{"gradient_s", job.gradient_s},
                              {"arithmetic_s", job.arithmetic_s},
                              {"simulated_s", t},
@@ -467,6 +484,7 @@ nlohmann::json Calibration::to_json() const {
   return {{"ranks", ranks},
           {"gradient_s", gradient_s},
           {"optimizer_arithmetic_s", optimizer_s},
+          {"comm_s", comm_s},
           {"measured", true},
           {"run", how},
           {"definition",
@@ -475,7 +493,9 @@ nlohmann::json Calibration::to_json() const {
            "phase): the gradient (the slowest worker's, with the gather that ends the phase), "
            "and per optimizer and phase the optimizer step less its communication and "
            "compression-kernel time (each worker's own, averaged over the workers, where every "
-           "worker ran in its own process; else from the slowest worker's columns)"}};
+           "worker ran in its own process; else from the slowest worker's columns), and its "
+           "communication (comm_s: the slowest worker's time inside communication calls, the "
+           "floor of the step's simulated communication)"}};
 }
 
 Calibration read_calibration(const nlohmann::json& j, const std::string& file,
@@ -488,6 +508,7 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
   if (!j.contains("runs") || j["runs"].empty())
     throw Error(file + ": the calibration run has no runs");
   c.optimizer_s = nlohmann::json::object();
+  c.comm_s = nlohmann::json::object();
   std::vector<double> grad;
   for (const auto& run : j["runs"]) {
     const std::string type = run["optimizer_type"].get<std::string>();
@@ -500,11 +521,23 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
       if (i > 0) grad.push_back(times.slowest(i, "gradient_s"));
       by_phase[phases.at(i).get<std::string>()].push_back(i);
     }
-    for (const auto& [phase, steps] : by_phase)
+    for (const auto& [phase, steps] : by_phase) {
       c.optimizer_s[type][phase] =
           median_over(steady(steps), [&](size_t i) { return times.arithmetic(i); });
+      c.comm_s[type][phase] =
+          median_over(steady(steps), [&](size_t i) { return times.slowest(i, "comm_s"); });
+    }
   }
   c.gradient_s = median(std::move(grad));
+  return c;
+}
+
+FlooredComm floored_comm(double network_s, double floor_s) {
+  FlooredComm c;
+  c.network_s = network_s;
+  c.floor_s = std::max(0.0, floor_s);
+  c.comm_s = std::max(network_s, c.floor_s);
+  c.extra_s = c.comm_s - network_s;
   return c;
 }
 
