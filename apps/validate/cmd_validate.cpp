@@ -366,11 +366,15 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
   // backend before the emulation: every cluster's steps use it.
   const fs::path shared_cal = dir / "calibration.json";
   std::unique_ptr<Calibration> shared_calibration;
-  if (spec.steps.enabled && fs::exists(shared_cal))
+  if (spec.steps.enabled && fs::exists(shared_cal)) {
     shared_calibration = std::make_unique<Calibration>(
         read_calibration(read_json(shared_cal), shared_cal.string(),
                          "one worker per CPU at once, on the local backend, once before the "
                          "emulation (a work folder kept before each cluster had its own)"));
+    // Its workers were threads of one process, talking through memory: not the cluster's
+    // ranks over loopback, so their communication is no floor for the cluster's.
+    shared_calibration->comm_floor_s = nullptr;
+  }
   const nlohmann::json measured = read_json(dir / "measured.json");
 
   // 3. The simulations, cluster by cluster, at the CPU count the measurements ran on (a

@@ -197,10 +197,15 @@ def test_quick(clbo, src):
         if (not j.get("gradient_s", 0) > 0 or not j.get("arithmetic_s", -1) >= 0
                 or abs(j.get("rel_error", 1e9) - want) > 1e-9):
             fail("step case without its job's compute: %s" % c)
-        # The simulated communication is the network's, raised to the calibration's floor.
+        # The simulated communication is the network's, raised to the calibration's floor,
+        # and the simulated step is its parts.
         parts = c["simulated_parts"]
         floor = parts.get("comm_floor_s")
-        if (floor is None or abs(parts["comm_s"] - max(parts["comm_network_s"], floor)) > 1e-12):
+        cal = next(x["calibration"] for x in doc["clusters"] if x["id"] == c["cluster"])
+        if (floor is None or floor != cal["comm_floor_s"][c["optimizer"]][c["phase"]]
+                or abs(parts["comm_s"] - max(parts["comm_network_s"], floor)) > 1e-12
+                or abs(c["simulated_s"] - parts["compute_s"] - parts["optimizer_s"]
+                       - parts["compression_kernels_s"] - parts["comm_s"]) > 1e-9):
             fail("step case without its communication floor: %s" % parts)
     sj = doc["summary"].get("steps_with_job_compute") or {}
     if sj.get("stats", {}).get("cases") != len(steps):
@@ -213,6 +218,47 @@ def test_quick(clbo, src):
     check_resimulate(clbo, src, path, work, doc, tmp)
     print("ok: clbo validate quick: %d cases, bandwidth-bound median |error| %s" %
           (len(doc["cases"]), doc["summary"]["median_abs_rel_error"]))
+
+
+def check_comm_floor(doc, work, resimulated):
+    """A calibration whose steps took 2 s longer, its gradient, arithmetic and kernels the
+    same, raises every step's communication floor by 2 s, and the simulated steps (with the
+    calibration's compute and with the job's) take it whole."""
+    steps = [c for c in doc["cases"] if c["op"] == "step"]
+    if not steps:
+        return
+    cluster = steps[0]["cluster"]
+    cfile = os.path.join(work, cluster, "calibration.json")
+    kept = open(cfile).read()
+    cal = json.loads(kept)
+    for run in cal["runs"]:
+        t = run["timing"]["steps"]
+        col = t["columns"].index("step_s")
+        for row in t["rows"]:
+            row[col] += 2.0
+    json.dump(cal, open(cfile, "w"))
+    try:
+        slower = {(c["cluster"], c["optimizer"], c["phase"]): c
+                  for c in resimulated("floor.json") if c["op"] == "step"}
+    finally:
+        open(cfile, "w").write(kept)
+    for old in steps:
+        new = slower[(old["cluster"], old["optimizer"], old["phase"])]
+        if old["cluster"] != cluster:
+            if new != old:
+                fail("a calibration of %s changed a step of %s" % (cluster, old["cluster"]))
+            continue
+        parts, before = new["simulated_parts"], old["simulated_parts"]
+        want = parts["compute_s"] + parts["optimizer_s"] + parts["compression_kernels_s"]
+        job = new["with_job_compute"]
+        if (abs(parts["comm_floor_s"] - (before["comm_floor_s"] + 2.0)) > 0.05
+                or parts["comm_s"] != parts["comm_floor_s"]
+                or abs(new["simulated_s"] - want - parts["comm_s"]) > 1e-9
+                or abs((job["simulated_s"] - new["simulated_s"])
+                       - (job["gradient_s"] + job["arithmetic_s"]
+                          - parts["compute_s"] - parts["optimizer_s"])) > 1e-9):
+            fail("a step did not take its calibration's communication floor: %s, before %s"
+                 % (new, old["simulated_parts"]))
 
 
 def check_resimulate(clbo, src, path, work, doc, tmp):
@@ -280,6 +326,7 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
         fail("--resimulate did not simulate the CPU count machine.json records")
     for f in alone:
         os.rename(f + ".away", f)
+    check_comm_floor(doc, work, lambda name: resimulated(name, kept["cpus"]))
     wider = os.path.join(tmp, "wider.json")
     json.dump({"cpus": "two"}, open(mfile, "w"))
     r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", wider + ".bad"],

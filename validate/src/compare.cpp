@@ -354,7 +354,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     JobCompute job;
   };
   // The calibration's communication is a floor only where it ran these p ranks.
-  const bool has_floor = cal.ranks == p && cal.comm_s.is_object();
+  const bool has_floor = cal.ranks == p && cal.comm_floor_s.is_object();
   std::vector<Pending> pending;
   std::vector<sim::Program> progs, bare_progs;
   sim::TrainingSetup bare_setup = setup;
@@ -397,8 +397,8 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
           cal.optimizer_s.contains(type) ? cal.optimizer_s[type] : nlohmann::json::object();
       const double opt_s = opt.contains(phase) ? opt[phase].get<double>() : 0.0;
       nlohmann::json floor = nullptr;
-      if (has_floor && cal.comm_s.contains(type) && cal.comm_s[type].contains(phase))
-        floor = cal.comm_s[type][phase];
+      if (has_floor && cal.comm_floor_s.contains(type) && cal.comm_floor_s[type].contains(phase))
+        floor = cal.comm_floor_s[type][phase];
       pending.push_back(
           {k, kind, opt_s * factor, floor, job_compute(run, used, where + ", run " + type)});
       progs.push_back(sim::step_program(kind, setup));
@@ -431,7 +431,10 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     finish_case(k, measured, r.time_s + comm.extra_s, r0.time_s + comm0.extra_s,
                 r.compute_s() + r.compression_s);
     k["provenance"]["simulated_parts.comm_floor_s"] =
-        "measured: the calibration's communication over loopback (its slowest worker's)";
+        pending[i].comm_floor_s.is_null()
+            ? "none: the calibration did not run the cluster's ranks over MPI"
+            : "measured: the calibration's step over loopback less its gradient, arithmetic "
+              "and kernels";
     // The same simulated communication and kernels with the steps job's own compute in
     // place of the calibration's: the model's error apart from the CPU's drift between the
     // two jobs (docs/validation.md, "Steps with the job's own compute").
@@ -484,7 +487,7 @@ nlohmann::json Calibration::to_json() const {
   return {{"ranks", ranks},
           {"gradient_s", gradient_s},
           {"optimizer_arithmetic_s", optimizer_s},
-          {"comm_s", comm_s},
+          {"comm_floor_s", comm_floor_s},
           {"measured", true},
           {"run", how},
           {"definition",
@@ -493,9 +496,10 @@ nlohmann::json Calibration::to_json() const {
            "phase): the gradient (the slowest worker's, with the gather that ends the phase), "
            "and per optimizer and phase the optimizer step less its communication and "
            "compression-kernel time (each worker's own, averaged over the workers, where every "
-           "worker ran in its own process; else from the slowest worker's columns), and its "
-           "communication (comm_s: the slowest worker's time inside communication calls, the "
-           "floor of the step's simulated communication)"}};
+           "worker ran in its own process; else from the slowest worker's columns), and "
+           "comm_floor_s: the slowest worker's step less the slowest gradient, that arithmetic "
+           "and the slowest worker's compression kernels, the floor of the step's simulated "
+           "communication"}};
 }
 
 Calibration read_calibration(const nlohmann::json& j, const std::string& file,
@@ -508,7 +512,7 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
   if (!j.contains("runs") || j["runs"].empty())
     throw Error(file + ": the calibration run has no runs");
   c.optimizer_s = nlohmann::json::object();
-  c.comm_s = nlohmann::json::object();
+  c.comm_floor_s = nlohmann::json::object();
   std::vector<double> grad;
   for (const auto& run : j["runs"]) {
     const std::string type = run["optimizer_type"].get<std::string>();
@@ -524,8 +528,13 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
     for (const auto& [phase, steps] : by_phase) {
       c.optimizer_s[type][phase] =
           median_over(steady(steps), [&](size_t i) { return times.arithmetic(i); });
-      c.comm_s[type][phase] =
-          median_over(steady(steps), [&](size_t i) { return times.slowest(i, "comm_s"); });
+      // Not the slowest worker's comm_s: that column is the most any worker waited, which
+      // holds the wait of the quickest worker for the slowest one's arithmetic, and the
+      // simulated step charges the workers' mean arithmetic beside it: counted twice.
+      c.comm_floor_s[type][phase] = median_over(steady(steps), [&](size_t i) {
+        return std::max(0.0, times.slowest(i, "step_s") - times.slowest(i, "gradient_s") -
+                                 times.arithmetic(i) - times.slowest(i, "compression_kernels_s"));
+      });
     }
   }
   c.gradient_s = median(std::move(grad));

@@ -45,24 +45,26 @@ struct ClusterMeasurements {
 // optimizer's arithmetic (its step less communication and compression kernels, each worker's
 // own, averaged over the workers, where the run timed every worker), each the median over the
 // steps after the first. `how`: which run measured it, for the results.
-// comm_s: per optimizer and phase the slowest worker's time inside communication calls, the
-// same median. The calibration's ranks talk over loopback, so this is what the step's
+// comm_floor_s: per optimizer and phase, the same median of the slowest worker's step less
+// the parts the simulator charges apart (the slowest worker's gradient and kernels, the
+// workers' arithmetic as above): the communication that makes a simulated step with no wire
+// time the calibration's own. Its ranks talk over loopback, so that is what the step's
 // collectives cost the CPUs (software, scheduling on shared cores, waits for ranks still
-// computing) with no wire time: the floor of the step's communication on the cluster.
+// computing): the floor of the step's communication on the cluster.
 struct Calibration {
   int ranks = 1;  // how many computed at once (the run's workers)
   double gradient_s = 0;
-  nlohmann::json optimizer_s;  // {type: {phase: seconds}}
-  nlohmann::json comm_s;       // {type: {phase: seconds}}; absent kinds have no floor
+  nlohmann::json optimizer_s;   // {type: {phase: seconds}}
+  nlohmann::json comm_floor_s;  // {type: {phase: seconds}}; absent kinds have no floor
   std::string how;
   nlohmann::json to_json() const;
 };
 
-// A step's simulated communication raised to the calibration's (`floor_s`, 0 for none):
-// the same ranks on the same cores cannot move the step's messages faster over the emulated
-// network than over loopback, whatever the network model says (docs/validation.md, "The
-// collectives' CPU floor"). network_s: the simulator's; comm_s: the step's; extra_s: what the
-// floor adds to the simulated step.
+// A step's simulated communication raised to the calibration's floor (`floor_s`, 0 for
+// none): the network model charges the messages' wire and per-message software time, not
+// the CPUs' part that the same ranks on the same cores pay over loopback too
+// (docs/validation.md, "The collectives' CPU floor"). network_s: the simulator's; comm_s:
+// the step's; extra_s: what the floor adds to the simulated step.
 struct FlooredComm {
   double network_s = 0, floor_s = 0, comm_s = 0, extra_s = 0;
 };
