@@ -127,13 +127,17 @@ inline int run_train(const TrainArgs& a, train::Workers* workers = nullptr) {
                              result["status"].get<std::string>(),
                              result["timing"]["wall_time_s"].get<double>()));
   if (!result["error"].is_null()) {
-    std::cerr << "clbo: error: " << result["error"].get<std::string>() << "\n";
-    // A stopped experiment is a failure; a diverged run under continue_after_nan is a result.
+    // A stopped experiment is a failure; a diverged run under continue_after_nan is a result,
+    // which the summary counts: say so without calling the experiment failed.
     if (result["status"] != "complete") {
+      std::cerr << "clbo: error: " << result["error"].get<std::string>() << "\n";
       std::cerr << "clbo: partial results written to " << out << " (marked \"status\": "
                 << "\"partial\")\n";
       return 3;
     }
+    std::cerr << "clbo: warning: a run diverged and is kept as a result (continue_after_nan); "
+                 "the first: "
+              << result["error"].get<std::string>() << "\n";
   }
   return 0;
 }

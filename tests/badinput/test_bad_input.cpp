@@ -506,6 +506,16 @@ TEST_F(BadInput, NothingLost_AFailedRunStillWritesThePartialDocument) {
   const json doc = json::parse(clbo::test::slurp(path("r.json")));
   EXPECT_EQ(doc["status"], "partial");
   EXPECT_EQ(doc["runs"].size(), 1u);
+  // Under continue_after_nan the diverged run is a result: exit 0, a complete document, and a
+  // warning naming the divergence rather than an error.
+  json kept = json::parse(clbo::test::slurp(path("e.json")));
+  kept["continue_after_nan"] = true;
+  write_json("e.json", kept);
+  const auto k = run({"train", path("e.json"), "-o", path("r.json"), "-q"});
+  EXPECT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_TRUE(contains(k.err, "clbo: warning: a run diverged and is kept as a result")) << k.err;
+  EXPECT_FALSE(contains(k.err, "clbo: error")) << k.err;
+  EXPECT_EQ(json::parse(clbo::test::slurp(path("r.json")))["status"], "complete");
 #endif
 }
 
