@@ -299,6 +299,16 @@ def test_bad_plan(emu_dir):
         fail("probes_steal without probes: %r" % (runner.probes_steal(record),))
     print("ok: the job (or the link probes) with the most steal is found; none without CPU "
           "splits")
+    # The link probe is taken again while the hypervisor steals over the threshold, at most
+    # LINK_PROBE_STEAL_REPEATS more times, and the earlier attempts are kept.
+    for shares, want_got, want_earlier in (([0.0], 0, []), ([0.2, 0.04], 1, [0.2]),
+                                           ([0.3, 0.2, 0.1, 0.0], 2, [0.3, 0.2])):
+        it = iter(enumerate(shares))
+        got, earlier = runner.until_quiet(lambda: next(it), 0.05,
+                                          runner.LINK_PROBE_STEAL_REPEATS)
+        if got != want_got or [e[0] for e in earlier] != want_earlier:
+            fail("until_quiet over %r: %r, %r" % (shares, got, earlier))
+    print("ok: the link probe is taken again while the hypervisor steals, at most twice more")
     # An uplink's rate is what its flows delivered while all of them were sending, not their
     # steady rates' sum (a starved flow's window ends long after the others').
     agg = runner.uplink_aggregate([

@@ -476,7 +476,7 @@ TEST(ValidateModel, AllPairsEfficiencyIsTheSimulatedFluidTimeOverTheMeasured) {
 }
 
 // The warm rounds give the efficiency by size: each round's fluid time over its measured time
-// less the empty round's; the long probe's value ends the list at its own size.
+// less the empty round's; the long burst's value ends the list at its own size.
 TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
   const ValidationSpec s = parse_validation_spec(
       {{"clusters", {{{"topology", "single_switch"}, {"hosts", 4}, {"link_Mbps", 200}}}},
@@ -545,6 +545,22 @@ TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
   EXPECT_NE(dropped.notes[0].find("cluster c: no warm round of 65536"), std::string::npos)
       << dropped.notes[0];
   EXPECT_EQ(dropped.to_json()["notes"], nlohmann::json(dropped.notes));
+  // Since 2026-12-07 the long burst is a warm round too and the Python probe does not run:
+  // that round ends the list, and its efficiency is the cluster's.
+  Links warm_long = l;
+  warm_long.tcp_alltoall_s = -1;
+  warm_long.tcp_alltoall_bytes_per_pair = 0;
+  warm_long.warm_rounds.push_back({4 << 20, 0.25e-3 + per_byte * (4 << 20) / 0.85});
+  const AllPairs w = all_pairs_model(preset, s.clusters[0], warm_long);
+  ASSERT_EQ(w.by_bytes.size(), 4u);
+  EXPECT_EQ(w.by_bytes[3].first, 4 << 20);
+  EXPECT_NEAR(w.by_bytes[3].second, 0.85, 0.01);
+  EXPECT_DOUBLE_EQ(w.efficiency, w.by_bytes[3].second);
+  // A folder with both keeps the warm round at that size: the Python probe adds a point
+  // only beyond the warm rounds' largest.
+  warm_long.tcp_alltoall_s = l.tcp_alltoall_s;
+  warm_long.tcp_alltoall_bytes_per_pair = l.tcp_alltoall_bytes_per_pair;
+  EXPECT_EQ(all_pairs_model(preset, s.clusters[0], warm_long).by_bytes, w.by_bytes);
   // Without warm rounds (folders kept before): the long probe's value alone.
   l.warm_rounds.clear();
   EXPECT_TRUE(all_pairs_model(preset, s.clusters[0], l).by_bytes.empty());

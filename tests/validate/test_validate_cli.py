@@ -164,17 +164,21 @@ def test_quick(clbo, src):
         if tcp.get("congestion_control") != "reno" or tcp.get("set_by") != "the plan":
             fail("cluster %s: the hosts' TCP settings %s, want reno set by the plan" %
                  (c["id"], tcp))
-    # Every cluster measured TCP's warm all-pairs rounds (an empty one, then 64 and 256 KiB
-    # per pair), and the simulation's efficiency by size comes from them: 1 at one packet
-    # (4 frames of 1448 bytes), one point per loaded size, then the long probe's at its own
-    # size, each in [0.3, 1].
+    # Every cluster measured TCP's warm all-pairs rounds (an empty one, 64 and 256 KiB per
+    # pair, then the long burst: half a second at the rate), and no Python probe; the
+    # simulation's efficiency by size comes from them: 1 at one packet (4 frames of 1448
+    # bytes), then one point per loaded size, each in [0.3, 1], the last the cluster's.
     for c in doc["clusters"]:
         warm = c["links"].get("tcp_warm_rounds") or []
         by = c.get("all_pairs_efficiency_by_bytes") or []
         sizes = [w["bytes_per_pair"] for w in warm]
-        if sizes != [8, 65536, 262144] or not all(w["median_s"] > 0 for w in warm):
-            fail("cluster %s: warm rounds %s" % (c["id"], warm))
-        want = [4 * 1448] + sizes[1:] + [c["links"]["tcp_alltoall_bytes_per_pair"]]
+        long_bytes = int(c["config"]["link_Mbps"] * 1e6 / 8 * 0.5 / (c["config"]["hosts"] - 1))
+        long_bytes = long_bytes // 65536 * 65536
+        if (sizes != [8, 65536, 262144, long_bytes] or not all(w["median_s"] > 0 for w in warm)
+                or c["links"]["tcp_alltoall_s"] is not None):
+            fail("cluster %s: warm rounds %s, Python probe %s" %
+                 (c["id"], warm, c["links"]["tcp_alltoall_s"]))
+        want = [4 * 1448] + sizes[1:]
         if ([b["bytes_per_pair"] for b in by] != want or by[0]["efficiency"] != 1
                 or not all(0.3 <= b["efficiency"] <= 1 for b in by)
                 or by[-1]["efficiency"] != c["all_pairs_efficiency"]):

@@ -57,18 +57,21 @@ struct Links {
   nlohmann::json to_json() const;
 };
 
-// The fraction of the fluid rate concurrent TCP flows reached in the all-to-all probe: the
-// probe's pattern (one flow between every pair of hosts) simulated on the preset without
+// The fraction of the fluid rate concurrent TCP flows reached in the Python all-to-all probe
+// (probe.py alltoall: work folders kept before 2026-12-07, or a run without clbo-tcp-rounds):
+// the probe's pattern (one flow between every pair of hosts) simulated on the preset without
 // latency, over its measured time, in [0.3, 1]; 1 when not measured. Simulated, so an
 // oversubscribed uplink's share is the model's, not the probe's to explain.
 double all_pairs_efficiency(const sim::ClusterSpec& preset, const ClusterConfig& c, const Links& l);
 
-// The all-pairs efficiency the simulation of a cluster uses: the long probe's, and by size
-// where the warm rounds were measured. A warm round of b bytes per pair: the probe's pattern
-// simulated on the preset without latency, over its measured time less the empty round's
-// (the model charges latencies apart), in [0.3, 1]; the long probe's value at its own size
-// ends the list, and 1 at one packet per pair begins it: a flow of one packet has no
-// start-up or uneven progress to lose time to, only the fluid sharing of the links.
+// The all-pairs efficiency the simulation of a cluster uses, by size where the warm rounds
+// were measured. A warm round of b bytes per pair: the probe's pattern simulated on the
+// preset without latency, over its measured time less the empty round's (the model charges
+// latencies apart), in [0.3, 1]; 1 at one packet per pair begins the list (a flow of one
+// packet has no start-up or uneven progress to lose time to, only the fluid sharing of the
+// links), and the long burst ends it: since 2026-12-07 a warm round of half a second's worth
+// at the rate, before that the Python probe's value at its own size. `efficiency` is the
+// list's last (the largest size measured), all_pairs_efficiency where there is no list.
 struct AllPairs {
   double efficiency = 1.0;
   std::vector<std::pair<double, double>> by_bytes;  // (bytes per pair, efficiency), ascending
