@@ -561,6 +561,15 @@ TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
   warm_long.tcp_alltoall_s = l.tcp_alltoall_s;
   warm_long.tcp_alltoall_bytes_per_pair = l.tcp_alltoall_bytes_per_pair;
   EXPECT_EQ(all_pairs_model(preset, s.clusters[0], warm_long).by_bytes, w.by_bytes);
+  // Without the empty round (none began on time) the loaded rounds stand on their own time.
+  Links no_empty = warm_long;
+  no_empty.warm_rounds.erase(no_empty.warm_rounds.begin());
+  const AllPairs ne = all_pairs_model(preset, s.clusters[0], no_empty);
+  ASSERT_EQ(ne.by_bytes.size(), 4u);
+  EXPECT_EQ(ne.by_bytes[0], std::make_pair(5792.0, 1.0));
+  const double fluid64 = per_byte * 65536;
+  EXPECT_NEAR(ne.by_bytes[1].second, fluid64 / (0.25e-3 + fluid64 / 0.75), 0.01);
+  EXPECT_LT(ne.by_bytes[1].second, w.by_bytes[1].second);
   // Without warm rounds (folders kept before): the long probe's value alone.
   l.warm_rounds.clear();
   EXPECT_TRUE(all_pairs_model(preset, s.clusters[0], l).by_bytes.empty());
