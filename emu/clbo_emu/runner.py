@@ -146,6 +146,7 @@ def validate_plan(plan):
 # steal_retries) takes minutes.
 LINK_PROBE_STEAL_REPEATS = 2
 
+
 def until_quiet(measure, threshold, repeats):
     """measure() returns (result, the steal share while it ran); it is called again while the
     share is over threshold, up to `repeats` more times. Returns the result with the least
@@ -229,8 +230,10 @@ def uplink_aggregate(flows):
 # TCP's all-to-all on warm connections (clbo-tcp-rounds), per pair: an empty round (what a
 # round costs without bytes to carry), the sizes of the collectives' smaller all-pairs
 # rounds, where the flows' start-up and the slowest host's tail weigh more, and the long
-# burst (warm_rounds' long_bytes, half a second at the rate). Not smaller: at 16 KiB the loaded round is a few tenths of a millisecond longer than
-# the empty one on 8 hosts, too little to tell from the processes' wake-ups on 2 cores.
+# burst (warm_rounds' long_bytes, half a second at the rate; none where that is not above
+# 256 KiB, 8 hosts at 30 Mbit/s or less). Not smaller: at 16 KiB the loaded round is a few
+# tenths of a millisecond longer than the empty one on 8 hosts, too little to tell from the
+# processes' wake-ups on 2 cores.
 # Five rounds of each; the model leaves out the first, which warms the connections.
 WARM_ROUND_SIZES = (8, 65536, 262144)
 WARM_ROUND_REPS = 5

@@ -3,7 +3,9 @@
 leftovers of a killed run are removed before the next one, a signal cleans up, and a bad
 plan creates nothing. Skips (exit 77) with the reason where namespaces cannot be created.
 
-    test_emu.py lifecycle|mpi|probe|leftovers|signal|bad-plan EMU_DIR [CLBO|TREE_PROBE]
+    test_emu.py lifecycle|mpi|probe|leftovers|signal|bad-plan|units EMU_DIR [CLBO|TREE_PROBE]
+
+units needs no namespaces (the runner's pure decisions) and never skips.
 """
 import atexit
 import json
@@ -184,6 +186,11 @@ def test_mpi(emu_dir, clbo):
     cost = measured["clusters"][0]["probes"].get("bulk_all_hosts_at_once_cpu") or {}
     if not (cost.get("wall_s", 0) > 0 and cost.get("cpus", 0) >= 1 and cost.get("cpu_split")):
         fail("the all-hosts bulk probe's CPU cost is not recorded: %r" % cost)
+    # A plan without clbo-tcp-rounds measures the long all-pairs burst with the Python probe.
+    probes = measured["clusters"][0]["probes"]
+    if "tcp_alltoall_rounds" in probes or len(probes.get("tcp_alltoall") or []) != 3:
+        fail("without clbo-tcp-rounds: warm rounds %r, Python probe %r" %
+             (probes.get("tcp_alltoall_rounds"), probes.get("tcp_alltoall")))
     if leftovers():
         fail("leftovers: %r" % leftovers())
     print("ok: MPI across 2 emulated hosts (%s), results exact, link at %.1f Mbit/s" %
@@ -284,56 +291,7 @@ def test_bad_plan(emu_dir):
         fail("clbo-emu probe without a program created something: %r" % leftovers())
     print("ok: clbo-emu probe --help lists its options; no program is refused before anything "
           "is created")
-    # Which job the hypervisor disturbed most decides whether a cluster is measured again.
     from clbo_emu import runner
-    record = {"jobs": {"a": {"cpu_split": {"steal": 0.02}}, "b": {"cpu_split": None},
-                       "c": {"cpu_split": {"steal": 0.18}}, "d": {}}}
-    if runner.worst_steal(record) != ("c", 0.18):
-        fail("worst_steal: %r" % (runner.worst_steal(record),))
-    if runner.worst_steal({"jobs": {"b": {"cpu_split": None}}}) != (None, 0.0):
-        fail("worst_steal without splits: %r" % (runner.worst_steal({"jobs": {}}),))
-    probed = dict(record, probes={"bulk_all_hosts_at_once_cpu": {"cpu_split": {"steal": 0.23}}})
-    if runner.worst_steal(probed) != (runner.PROBES_STEAL, 0.23):
-        fail("worst_steal with the probes' steal: %r" % (runner.worst_steal(probed),))
-    if runner.probes_steal(record) is not None:
-        fail("probes_steal without probes: %r" % (runner.probes_steal(record),))
-    print("ok: the job (or the link probes) with the most steal is found; none without CPU "
-          "splits")
-    # The link probe is taken again while the hypervisor steals over the threshold, at most
-    # LINK_PROBE_STEAL_REPEATS more times; the attempt with the least steal is kept (the
-    # latest of equals), the others recorded.
-    for shares, want_got, want_others in (([0.0], 0, []), ([0.2, 0.04], 1, [0.2]),
-                                          ([0.06, 0.18, 0.25, 0.0], 0, [0.18, 0.25]),
-                                          ([0.3, 0.1, 0.1], 2, [0.3, 0.1])):
-        it = iter(enumerate(shares))
-        got, others = runner.until_quiet(lambda: next(it), 0.05,
-                                         runner.LINK_PROBE_STEAL_REPEATS)
-        if got != want_got or [o[0] for o in others] != want_others:
-            fail("until_quiet over %r: kept %r, others %r" % (shares, got, others))
-    print("ok: the link probe is taken again while the hypervisor steals, at most twice more, "
-          "and the least stolen attempt is kept")
-    # An uplink's rate is what its flows delivered while all of them were sending, not their
-    # steady rates' sum (a starved flow's window ends long after the others').
-    agg = runner.uplink_aggregate([
-        {"series": [[10.0, 0], [11.0, 12_500_000], [11.5, 18_750_000]]},
-        {"series": [[10.5, 0], [11.0, 2_500_000], [12.5, 3_750_000]]}])
-    # Window 10.5..11.5: 12.5 MB from the first flow (6.25 MB at 10.5 by interpolation),
-    # 2.5 + 1/3 * 1.25 MB from the second.
-    want = (18_750_000 - 6_250_000) + 2_500_000 + 1_250_000 / 3
-    if abs(agg["seconds"] - 1.0) > 1e-9 or abs(agg["bytes"] - want) > 1e-6 \
-            or abs(agg["rate_Mbps"] - want * 8 / 1e6) > 1e-9:
-        fail("uplink_aggregate: %r, want %r bytes over 1 s" % (agg, want))
-    print("ok: an uplink's rate is what its flows delivered while all of them were sending")
-    # A warm round ends when its slowest host is done: per size and round, the max over hosts.
-    got = runner.slowest_rounds([
-        {"rounds": [{"bytes_per_pair": 8, "seconds": [1.0, 0.2], "late_s": [0.9, 0.0]},
-                    {"bytes_per_pair": 65536, "seconds": [3.0, 5.0], "late_s": [0.0, 0.1]}]},
-        {"rounds": [{"bytes_per_pair": 8, "seconds": [0.5, 0.4], "late_s": [0.2, 0.0]},
-                    {"bytes_per_pair": 65536, "seconds": [4.0, 2.0], "late_s": [0.0, 0.0]}]}])
-    if ([r["seconds"] for r in got["rounds"]] != [[1.0, 0.4], [4.0, 5.0]] or got["hosts"] != 2
-            or [r["late_s"] for r in got["rounds"]] != [[0.9, 0.0], [0.0, 0.1]]):
-        fail("slowest_rounds: %r" % got)
-    print("ok: a warm round's time is its slowest host's")
     # A disturbed cluster is measured again, up to steal_retries times, and keeps every
     # attempt's splits (run_cluster stood in for: no namespaces needed for the decision).
     shares = iter([0.2, 0.1, 0.01])
@@ -434,8 +392,70 @@ def test_probe(emu_dir, tree_probe):
           % up["rate_Mbps"])
 
 
+def test_units(emu_dir):
+    """The runner's decisions that need no namespaces: runs wherever Python does."""
+    sys.path.insert(0, emu_dir)
+    try:
+        from clbo_emu import runner
+    except ImportError as e:  # the runner imports Mininet's module
+        print("SKIP: the emulation's runner cannot be imported here: %s" % e)
+        sys.exit(SKIP)
+    # Which job the hypervisor disturbed most decides whether a cluster is measured again.
+    record = {"jobs": {"a": {"cpu_split": {"steal": 0.02}}, "b": {"cpu_split": None},
+                       "c": {"cpu_split": {"steal": 0.18}}, "d": {}}}
+    if runner.worst_steal(record) != ("c", 0.18):
+        fail("worst_steal: %r" % (runner.worst_steal(record),))
+    if runner.worst_steal({"jobs": {"b": {"cpu_split": None}}}) != (None, 0.0):
+        fail("worst_steal without splits: %r" % (runner.worst_steal({"jobs": {}}),))
+    probed = dict(record, probes={"bulk_all_hosts_at_once_cpu": {"cpu_split": {"steal": 0.23}}})
+    if runner.worst_steal(probed) != (runner.PROBES_STEAL, 0.23):
+        fail("worst_steal with the probes' steal: %r" % (runner.worst_steal(probed),))
+    if runner.probes_steal(record) is not None:
+        fail("probes_steal without probes: %r" % (runner.probes_steal(record),))
+    print("ok: the job (or the link probes) with the most steal is found; none without CPU "
+          "splits")
+    # The link probe is taken again while the hypervisor steals over the threshold, at most
+    # LINK_PROBE_STEAL_REPEATS more times; the attempt with the least steal is kept (the
+    # latest of equals), the others recorded.
+    for shares, want_got, want_others in (([0.0], 0, []), ([0.2, 0.04], 1, [0.2]),
+                                          ([0.06, 0.18, 0.25, 0.0], 0, [0.18, 0.25]),
+                                          ([0.3, 0.1, 0.1], 2, [0.3, 0.1])):
+        it = iter(enumerate(shares))
+        got, others = runner.until_quiet(lambda: next(it), 0.05,
+                                         runner.LINK_PROBE_STEAL_REPEATS)
+        if got != want_got or [o[0] for o in others] != want_others:
+            fail("until_quiet over %r: kept %r, others %r" % (shares, got, others))
+    print("ok: the link probe is taken again while the hypervisor steals, at most twice more, "
+          "and the least stolen attempt is kept")
+    # An uplink's rate is what its flows delivered while all of them were sending, not their
+    # steady rates' sum (a starved flow's window ends long after the others').
+    agg = runner.uplink_aggregate([
+        {"series": [[10.0, 0], [11.0, 12_500_000], [11.5, 18_750_000]]},
+        {"series": [[10.5, 0], [11.0, 2_500_000], [12.5, 3_750_000]]}])
+    # Window 10.5..11.5: 12.5 MB from the first flow (6.25 MB at 10.5 by interpolation),
+    # 2.5 + 1/3 * 1.25 MB from the second.
+    want = (18_750_000 - 6_250_000) + 2_500_000 + 1_250_000 / 3
+    if abs(agg["seconds"] - 1.0) > 1e-9 or abs(agg["bytes"] - want) > 1e-6 \
+            or abs(agg["rate_Mbps"] - want * 8 / 1e6) > 1e-9:
+        fail("uplink_aggregate: %r, want %r bytes over 1 s" % (agg, want))
+    print("ok: an uplink's rate is what its flows delivered while all of them were sending")
+    # A warm round ends when its slowest host is done: per size and round, the max over hosts.
+    got = runner.slowest_rounds([
+        {"rounds": [{"bytes_per_pair": 8, "seconds": [1.0, 0.2], "late_s": [0.9, 0.0]},
+                    {"bytes_per_pair": 65536, "seconds": [3.0, 5.0], "late_s": [0.0, 0.1]}]},
+        {"rounds": [{"bytes_per_pair": 8, "seconds": [0.5, 0.4], "late_s": [0.2, 0.0]},
+                    {"bytes_per_pair": 65536, "seconds": [4.0, 2.0], "late_s": [0.0, 0.0]}]}])
+    if ([r["seconds"] for r in got["rounds"]] != [[1.0, 0.4], [4.0, 5.0]] or got["hosts"] != 2
+            or [r["late_s"] for r in got["rounds"]] != [[0.9, 0.0], [0.0, 0.1]]):
+        fail("slowest_rounds: %r" % got)
+    print("ok: a warm round's time is its slowest host's")
+
+
 def main():
     what, emu_dir = sys.argv[1], os.path.abspath(sys.argv[2])
+    if what == "units":
+        test_units(emu_dir)
+        return
     setup(emu_dir)
     if what == "lifecycle":
         test_lifecycle(emu_dir)

@@ -37,16 +37,18 @@ def run_hosts(exe, port, start, delays, sizes="8,65536", reps=3, gaps="0.05,0.05
 def main():
     exe = os.path.abspath(sys.argv[1])
     port = 40000 + os.getpid() % 20000
-    # Three hosts on time: every size has its rounds, each no shorter than its lateness.
-    hosts = run_hosts(exe, port, time.time() + 1.0, [0, 0, 0])
+    # Three hosts on time: every size has its rounds, each no shorter than its lateness; the
+    # last is a long burst, larger than the probe's 1 MiB send buffer (3 MiB per pair).
+    hosts = run_hosts(exe, port, time.time() + 1.0, [0, 0, 0], sizes="8,65536,3145728",
+                      gaps="0.05,0.05,0.5")
     for h in hosts:
-        if h["hosts"] != 3 or [r["bytes_per_pair"] for r in h["rounds"]] != [8, 65536]:
+        if h["hosts"] != 3 or [r["bytes_per_pair"] for r in h["rounds"]] != [8, 65536, 3145728]:
             fail("unexpected record %r" % h)
         for r in h["rounds"]:
             if len(r["seconds"]) != 3 or len(r["late_s"]) != 3 or any(
                     s < late or s <= 0 for s, late in zip(r["seconds"], r["late_s"])):
                 fail("bad rounds %r" % r)
-    print("ok: three hosts ran 3 rounds of 8 B and 64 KiB per pair")
+    print("ok: three hosts ran 3 rounds of 8 B, 64 KiB and 3 MiB per pair")
     # The third host comes up 0.6 s after the set start: the first rounds begin late on every
     # host, and each says so (the reader leaves such rounds out).
     hosts = run_hosts(exe, port + 1, time.time() + 0.2, [0, 0, 0.8])
