@@ -541,10 +541,16 @@ TEST(ValidateModel, WarmRoundsGiveTheAllPairsEfficiencyBySize) {
   const Links dropped = read_links(late, {pp}, {}, "cluster c");
   ASSERT_EQ(dropped.warm_rounds.size(), 1u);
   EXPECT_DOUBLE_EQ(dropped.warm_rounds[0].bytes_per_pair, 8);
-  ASSERT_EQ(dropped.notes.size(), 1u);
+  ASSERT_EQ(dropped.notes.size(), 2u);
   EXPECT_NE(dropped.notes[0].find("cluster c: no warm round of 65536"), std::string::npos)
       << dropped.notes[0];
+  // With no loaded size left and no Python probe, the cluster says its efficiency is 1.
+  EXPECT_NE(dropped.notes[1].find("cluster c: no loaded warm round is left"), std::string::npos)
+      << dropped.notes[1];
   EXPECT_EQ(dropped.to_json()["notes"], nlohmann::json(dropped.notes));
+  auto with_python = late;
+  with_python["probes"]["tcp_alltoall"] = {{{"seconds", 0.6}, {"bytes_per_pair", 4 << 20}}};
+  EXPECT_EQ(read_links(with_python, {pp}, {}, "cluster c").notes.size(), 1u);
   // Since 2026-12-07 the long burst is a warm round too and the Python probe does not run:
   // that round ends the list, and its efficiency is the cluster's.
   Links warm_long = l;

@@ -82,6 +82,13 @@ nlohmann::json Links::to_json() const {
           {"measured", true}};
 }
 
+namespace {
+
+// Below this many bytes per pair a warm round is the empty one (the probe's 8 bytes).
+constexpr double kEmptyRoundBytes = 64;
+
+}  // namespace
+
 Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>& pp_net,
                  const std::vector<nlohmann::json>& pp_host, const std::string& where) {
   const nlohmann::json& probes = at(record, "probes", where);
@@ -154,6 +161,15 @@ Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>
       }
       l.warm_rounds.push_back({bytes, upper_median(kept)});
     }
+    // Nothing left to take the efficiency from: the all-pairs rounds run at the fluid rate.
+    const bool loaded = std::any_of(l.warm_rounds.begin(), l.warm_rounds.end(), [](const auto& r) {
+      return r.bytes_per_pair > kEmptyRoundBytes;
+    });
+    if (!loaded && l.tcp_alltoall_s <= 0)
+      l.notes.push_back(fmt::format(
+          "{}: no loaded warm round is left and the Python probe did not run: every all-pairs "
+          "round of this cluster is simulated at efficiency 1 (the fluid rate)",
+          where));
   }
   if (!pp_host.empty()) l.mpi_lo_half_rtt_s = median_pingpong_s(pp_host, where + " (same host)");
   return l;
@@ -181,9 +197,6 @@ double probe_fluid_s(const sim::ClusterSpec& preset, const ClusterConfig& c, dou
   const sim::ClusterSpec bare = without_latency(preset);
   return sim::simulate_programs(bare, prog.p, {prog}).front().time_s;
 }
-
-// Below this many bytes per pair a warm round is the empty one (the probe's 8 bytes).
-constexpr double kEmptyRoundBytes = 64;
 
 }  // namespace
 
