@@ -375,8 +375,8 @@ def run_probes(cluster, cfg, spec, folder, nice=0, steal_threshold=STEAL_THRESHO
         if spec.get("tcp_rounds"):
             # On warm connections, from one compiled process per host that polls every
             # socket, as MPI's TCP transport moves the collectives' bytes (since 2026-12-07:
-            # the Python probe below ran a thread per socket on fresh connections, and on the
-            # clusters whose CPUs the links saturate it took 20-45% longer than this one).
+            # the Python probe below ran a thread per socket on fresh connections, and on two
+            # clusters whose CPUs the links saturate it took a median 27% and 32% longer).
             out["tcp_alltoall_rounds"] = warm_rounds(cfg, spec["tcp_rounds"], n, ips, client,
                                                      result, margin, per_pair)
         else:

@@ -28,6 +28,9 @@ const nlohmann::json& at(const nlohmann::json& j, const std::string& key,
 constexpr double kLateRoundS = 1e-3;
 constexpr double kLateRoundShare = 0.05;
 
+// Below this many bytes per pair a warm round is the empty one (the probe's 8 bytes).
+constexpr double kEmptyRoundBytes = 64;
+
 double steady(const nlohmann::json& bulk, const std::string& where) {
   return at(bulk, "steady_rate_Mbps", where).get<double>();
 }
@@ -81,13 +84,6 @@ nlohmann::json Links::to_json() const {
           {"notes", notes},
           {"measured", true}};
 }
-
-namespace {
-
-// Below this many bytes per pair a warm round is the empty one (the probe's 8 bytes).
-constexpr double kEmptyRoundBytes = 64;
-
-}  // namespace
 
 Links read_links(const nlohmann::json& record, const std::vector<nlohmann::json>& pp_net,
                  const std::vector<nlohmann::json>& pp_host, const std::string& where) {
