@@ -32,6 +32,7 @@
 #include "clbo/validate/kernel_contention.hpp"
 #include "clbo/validate/model.hpp"
 #include "clbo/validate/plan.hpp"
+#include "clbo/validate/repeatability.hpp"
 #include "clbo/validate/spec.hpp"
 #include "cli.hpp"
 
@@ -46,6 +47,7 @@ using clbo::cli::progress;
 
 struct Args {
   std::string experiment, output, keep_work, resimulate;
+  std::vector<std::string> repeatability;
   bool check = false, quiet = false;
 };
 
@@ -190,6 +192,23 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
                  const std::string& out, const std::vector<double>& load_start,
                  std::chrono::steady_clock::time_point wall0);
 
+// --repeatability: the grid's earlier results compared with each other; measures nothing.
+int compare_runs(const Args& a, const clbo::validate::ValidationSpec& spec) {
+  std::vector<clbo::validate::ValidationRun> runs;
+  for (const std::string& f : a.repeatability) runs.push_back({f, read_json(f)});
+  nlohmann::json r = clbo::validate::repeatability(spec.config, runs);
+  r["experiment_file"] = a.experiment;
+  r["environment"] = clbo::environment_json();
+  std::string out = a.output;
+  if (out.empty()) {
+    out = clbo::validate::default_results_path(a.experiment);
+    out = out.substr(0, out.size() - 5) + "-repeatability.json";
+  }
+  clbo::write_json_atomic(out, r);
+  std::cout << clbo::validate::repeatability_table(r) << "wrote " << out << std::endl;
+  return 0;
+}
+
 int run_validate(const Args& a) {
   using namespace clbo::validate;
   const auto wall0 = std::chrono::steady_clock::now();
@@ -198,17 +217,14 @@ int run_validate(const Args& a) {
     print_check(spec);
     return 0;
   }
+  if (!a.repeatability.empty()) return compare_runs(a, spec);
   const std::string out = a.output.empty() ? default_results_path(a.experiment) : a.output;
   if (!a.resimulate.empty()) {
     // The same measurements, simulated again (after a change to the model): the folder
     // must hold what this very grid measured (its description aside, which measures nothing).
     const fs::path dir = a.resimulate;
-    auto measured_part = [](nlohmann::json grid) {
-      if (grid.is_object()) grid.erase("description");
-      return grid;
-    };
     const nlohmann::json kept = read_json(dir / "validation-spec.json");
-    if (measured_part(kept) != measured_part(spec.config))
+    if (measured_grid(kept) != measured_grid(spec.config))
       throw clbo::InputError(a.experiment, "--resimulate", a.resimulate,
                              "that work folder measured a different grid");
     return simulate_all(a, spec, dir, out, read_json(dir / "load-start.json"), wall0);
@@ -612,6 +628,14 @@ clbo::cli::Registrar reg(
       sub.add_option("--resimulate", a->resimulate,
                      "measure nothing: simulate again the measurements a --keep-work folder "
                      "holds for this same grid (after a change to the model)");
+      sub.add_option("--repeatability", a->repeatability,
+                     "measure nothing: compare two or more results of this same grid (e.g. "
+                     "--resimulate'd runs of it) case by case, and score each run against the "
+                     "other runs' median; writes results/validation/X-repeatability.json "
+                     "unless -o says where")
+          ->excludes("--resimulate")
+          ->excludes("--keep-work")
+          ->excludes("--check");
       return [a] { return run_validate(*a); };
     });
 

@@ -22,6 +22,7 @@ SCHEMAS = {
     "clbo.bench.kernels/1": "measured",
     "clbo.bench.kernels/2": "measured",
     "clbo.validate/1": "measured and simulated",
+    "clbo.validate.repeatability/1": "measured and simulated",
     "clbo.demo/1": "measured",
 }
 

@@ -15,8 +15,10 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string>& supported_schemas() {
   static const std::vector<std::string> s = {
-      "clbo.simulate/1",      "clbo.train/1", "clbo.bench.collectives/1", "clbo.bench.kernels/1",
-      "clbo.bench.kernels/2", "clbo.demo/1",  "clbo.validate/1"};
+      "clbo.simulate/1",          "clbo.train/1",
+      "clbo.bench.collectives/1", "clbo.bench.kernels/1",
+      "clbo.bench.kernels/2",     "clbo.demo/1",
+      "clbo.validate/1",          "clbo.validate.repeatability/1"};
   return s;
 }
 

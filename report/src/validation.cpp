@@ -247,6 +247,73 @@ std::string facts_sentence(const json& f) {
                      text("guest_halt_poll_ns"));
 }
 
+// A results folder's `runs/` holds a grid's earlier runs, kept for `--repeatability`: each is
+// named with its headline numbers, not rendered in full again.
+bool is_kept_run(const ResultsFile& f) {
+  return f.key.find("/runs/") != std::string::npos;
+}
+
+void kept_runs_table(Document& doc, const std::vector<const ResultsFile*>& runs) {
+  Table t;
+  t.title = "Earlier runs of the grids";
+  t.caption =
+      "Kept under a runs/ folder for the repeatability comparison (clbo validate "
+      "--repeatability); each as its file scores it.";
+  t.header = {"run", "dense bandwidth-bound median / max", "compressed median / max",
+              "steps within ±15%"};
+  t.right_align = {false, true, true, true};
+  for (const ResultsFile* f : runs) {
+    const json& s = need(f->doc, "summary", *f);
+    auto family = [&](const char* name) {
+      const json& b = s.value("by_op", json::object())
+                          .value(name, json::object())
+                          .value("bandwidth_bound", json::object());
+      return pct(b.value("median_abs_rel_error", json())) + " / " +
+             pct(b.value("max_abs_rel_error", json()));
+    };
+    t.rows.push_back({f->key, family("dense_allreduce"), family("compressed_allreduce"),
+                      count(s.value("steps_within_15pct", json())) + " of " +
+                          count(s.value("steps", json::object()).value("cases", json()))});
+  }
+  doc.table(t);
+}
+
+void repeatability_table(Document& doc, const ResultsFile& f) {
+  const json& groups = need(f.doc, "groups", f);
+  Table t;
+  t.title = "Repeatability: " + f.key;
+  t.caption = fmt::format(
+      "Source: {}. The grid measured {} times, {} cases in every run. spread: per case the "
+      "largest measured time over the smallest, less 1. other runs' median: each run scored "
+      "against the median of the other runs' measurements of the same case (the run-to-run "
+      "noise, the least error a model of the typical time can expect on one run); "
+      "simulator: the run's own |error|. median / max |error| (steps: within ±15%).",
+      f.path, f.doc.value("runs", json::array()).size(),
+      count(f.doc.value("cases_in_every_run", json())));
+  t.header = {"group", "cases", "spread median / max", "run", "other runs' median", "simulator"};
+  t.right_align = {false, true, true, false, true, true};
+  auto cell = [](const json& st) {
+    std::string c = pct(st.value("median_abs_rel_error", json())) + " / " +
+                    pct(st.value("max_abs_rel_error", json()));
+    if (st.contains("within_15pct"))
+      c += " (" + count(st["within_15pct"]) + " of " + count(st.value("cases", json())) + ")";
+    return c;
+  };
+  for (const auto& [name, g] : groups.items()) {
+    bool first = true;
+    for (const json& r : g.value("per_run", json::array())) {
+      const json& sp = g.value("spread", json::object());
+      t.rows.push_back(
+          {first ? name : "", first ? count(g.value("cases", json())) : "",
+           first ? pct(sp.value("median", json())) + " / " + pct(sp.value("max", json())) : "",
+           r.value("file", std::string("?")), cell(r.value("other_runs_median", json::object())),
+           cell(r.value("simulator", json::object()))});
+      first = false;
+    }
+  }
+  doc.table(t);
+}
+
 }  // namespace
 
 bool has_validation(const ResultsStore& store) {
@@ -262,7 +329,12 @@ Document validation_document(const ResultsStore& store) {
       "MPI collectives or optimizer steps across Mininet hosts with shaped links, and "
       "simulated on a cluster preset generated from that emulation's parameters and its "
       "measured latency and rate.");
+  std::vector<const ResultsFile*> kept;
   for (const ResultsFile* f : store.with_schema("clbo.validate/1")) {
+    if (is_kept_run(*f)) {
+      kept.push_back(f);
+      continue;
+    }
     doc.heading(f->key);
     const json& m = f->doc.value("machine", json::object());
     if (m.contains("load_average_start"))
@@ -274,6 +346,10 @@ Document validation_document(const ResultsStore& store) {
     clusters_table(doc, *f);
     cases_table(doc, *f);
   }
+  const auto compared = store.with_schema("clbo.validate.repeatability/1");
+  if (!kept.empty() || !compared.empty()) doc.heading("Repeatability");
+  if (!kept.empty()) kept_runs_table(doc, kept);
+  for (const ResultsFile* f : compared) repeatability_table(doc, *f);
   return doc;
 }
 

@@ -294,6 +294,36 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
                            "while every host streamed at its link's rate)"),
             std::string::npos)
       << cpu_bound;
+  // A grid's earlier runs under runs/ are listed by their headline numbers, not rendered in
+  // full again; a repeatability comparison renders as one table.
+  v["summary"]["by_op"]["compressed_allreduce"] = {{"bandwidth_bound", stats}};
+  v["summary"]["steps_within_15pct"] = 0;
+  write_json("results/validation/runs/quick-earlier.json", v);
+  json group = {
+      {"cases", 2},
+      {"spread", {{"median", 0.1}, {"max", 0.3}}},
+      {"per_run",
+       {{{"file", "a.json"},
+         {"other_runs_median",
+          {{"cases", 2}, {"median_abs_rel_error", 0.02}, {"max_abs_rel_error", 0.2}}},
+         {"simulator",
+          {{"cases", 2}, {"median_abs_rel_error", 0.05}, {"max_abs_rel_error", 0.25}}}}}}};
+  write_json("results/validation/quick-repeatability.json",
+             {{"schema", "clbo.validate.repeatability/1"},
+              {"runs", json::array({{{"file", "a.json"}}, {{"file", "b.json"}}})},
+              {"cases_in_every_run", 2},
+              {"groups", {{"dense_allreduce/bandwidth", group}}}});
+  const std::string repeated = rendered();
+  EXPECT_EQ(repeated.find("## validation/runs/quick-earlier"), std::string::npos) << repeated;
+  EXPECT_NE(repeated.find("| validation/runs/quick-earlier | 5.0% / 5.0% | 5.0% / 5.0% | 0 of 0 |"),
+            std::string::npos)
+      << repeated;
+  EXPECT_NE(repeated.find("| dense_allreduce/bandwidth | 2 | 10.0% / 30.0% | a.json | 2.0% / "
+                          "20.0% | 5.0% / 25.0% |"),
+            std::string::npos)
+      << repeated;
+  EXPECT_NE(repeated.find("The grid measured 2 times, 2 cases in every run."), std::string::npos)
+      << repeated;
 }
 
 TEST_F(ReportCli, UnknownFormatIsRefused) {

@@ -3,7 +3,9 @@
 value named, no namespace, no results file); --check accepts every committed grid; `quick`
 runs end to end on the emulated cluster (root and CAP_NET_ADMIN, else a visible skip).
 
-    test_validate_cli.py bad-input|check|quick CLBO SOURCE_DIR
+`repeatability` compares the committed full grid's runs with each other (no emulation).
+
+    test_validate_cli.py bad-input|check|repeatability|quick CLBO SOURCE_DIR
 """
 import atexit
 import json
@@ -99,6 +101,52 @@ def test_check(clbo, src):
         if r.returncode != 0 or ": ok (" not in r.stdout:
             fail("--check %s: exit %d %s%s" % (name, r.returncode, r.stdout, r.stderr))
         print(r.stdout.strip().splitlines()[-1])
+
+
+def test_repeatability(clbo, src):
+    """--repeatability over the committed run and a copy of it changed by hand: the spread,
+    the other runs' median and the file's own errors; refusals name the file and the field,
+    and write nothing."""
+    grid = os.path.join(src, "experiments", "validation", "full.json")
+    committed = os.path.join(src, "results", "validation", "full.json")
+    work = scratch()
+    with open(committed) as f:
+        doc = json.load(f)
+    doc["cases"][0]["measured_s"] *= 1.5  # one case measured 50% slower in the second run
+    doc["config"]["description"] = "reworded"  # a description measures nothing
+    second = os.path.join(work, "second.json")
+    with open(second, "w") as f:
+        json.dump(doc, f)
+    out = os.path.join(work, "rep.json")
+    r = subprocess.run([clbo, "validate", grid, "--repeatability", committed, second, "-o", out],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 or "other runs' median" not in r.stdout:
+        fail("--repeatability: exit %d %s%s" % (r.returncode, r.stdout, r.stderr))
+    with open(out) as f:
+        rep = json.load(f)
+    if rep["schema"] != "clbo.validate.repeatability/1" or len(rep["runs"]) != 2:
+        fail("--repeatability wrote %s with %d runs" % (rep["schema"], len(rep["runs"])))
+    if rep["cases_in_every_run"] != len(doc["cases"]) or rep["cases_left_out"]:
+        fail("every case is in both runs: %d of %d, left out %s" % (
+            rep["cases_in_every_run"], len(doc["cases"]), rep["cases_left_out"]))
+    first = rep["cases"][0]
+    if abs(first["spread"] - 0.5) > 1e-9 or abs(first["other_runs_median_rel_error"][1] - 0.5) > 1e-9:
+        fail("the changed case: spread %s, other runs' median error %s" % (
+            first["spread"], first["other_runs_median_rel_error"]))
+    if any(c["spread"] != 0 for c in rep["cases"][1:]):
+        fail("the unchanged cases should not spread")
+    print("ok: %d cases compared" % rep["cases_in_every_run"])
+    # Refusals: one run; a file of another schema.
+    for args, field in (([committed], "--repeatability"),
+                        ([committed, os.path.join(src, "results", "convergence", "smoke.json")],
+                         "schema")):
+        os.path.exists(out) and os.remove(out)
+        r = subprocess.run([clbo, "validate", grid, "--repeatability"] + args + ["-o", out],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 2 or field not in r.stderr or os.path.exists(out):
+            fail("expected exit 2 naming %s and no file: exit %d %s" % (field, r.returncode,
+                                                                        r.stderr))
+        print("ok: %s" % r.stderr.strip().splitlines()[-1])
 
 
 def test_quick(clbo, src):
@@ -355,6 +403,8 @@ def main():
         test_bad_input(clbo)
     elif what == "check":
         test_check(clbo, src)
+    elif what == "repeatability":
+        test_repeatability(clbo, src)
     elif what == "quick":
         test_quick(clbo, src)
     else:

@@ -455,18 +455,10 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   }
 }
 
-struct Stats {
-  size_t n = 0;
-  double median = 0, max = 0;
-  nlohmann::json to_json() const {
-    return {{"cases", n},
-            {"median_abs_rel_error", n ? nlohmann::json(median) : nlohmann::json(nullptr)},
-            {"max_abs_rel_error", n ? nlohmann::json(max) : nlohmann::json(nullptr)}};
-  }
-};
+}  // namespace
 
-Stats stats(std::vector<double> e) {
-  Stats s;
+ErrorStats error_stats(std::vector<double> e) {
+  ErrorStats s;
   s.n = e.size();
   if (e.empty()) return s;
   s.max = *std::max_element(e.begin(), e.end());
@@ -474,14 +466,18 @@ Stats stats(std::vector<double> e) {
   return s;
 }
 
-std::string family(const nlohmann::json& k) {
+nlohmann::json ErrorStats::to_json() const {
+  return {{"cases", n},
+          {"median_abs_rel_error", n ? nlohmann::json(median) : nlohmann::json(nullptr)},
+          {"max_abs_rel_error", n ? nlohmann::json(max) : nlohmann::json(nullptr)}};
+}
+
+std::string op_family(const nlohmann::json& k) {
   const std::string op = k["op"].get<std::string>();
   if (op == "allreduce") return "dense_allreduce";
   if (op == "compressed") return "compressed_allreduce";
   return op;
 }
-
-}  // namespace
 
 nlohmann::json Calibration::to_json() const {
   return {{"ranks", ranks},
@@ -587,7 +583,7 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
     }
     const double e = std::fabs(k["rel_error"].get<double>());
     if (k.contains("simulated_kernel_s") && k["measured_kernel_s"].get<double>() > 0)
-      kernel_errors[family(k)].push_back(
+      kernel_errors[op_family(k)].push_back(
           k["simulated_kernel_s"].get<double>() / k["measured_kernel_s"].get<double>() - 1);
     if (k["op"] == "step") {
       steps.push_back(e);
@@ -599,14 +595,16 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
     (bound == "latency" ? lat : bound == "compute" ? cpu : bw).push_back(e);
     (bound == "latency"   ? by_family_lat
      : bound == "compute" ? by_family_cpu
-                          : by_family_bw)[family(k)]
+                          : by_family_bw)[op_family(k)]
         .push_back(e);
   }
-  const Stats b = stats(bw), l = stats(lat), cb = stats(cpu), st = stats(steps);
+  const ErrorStats b = error_stats(bw), l = error_stats(lat), cb = error_stats(cpu),
+                   st = error_stats(steps);
   nlohmann::json fam = nlohmann::json::object();
-  for (const auto& [name, v] : by_family_bw) fam[name]["bandwidth_bound"] = stats(v).to_json();
-  for (const auto& [name, v] : by_family_lat) fam[name]["latency_bound"] = stats(v).to_json();
-  for (const auto& [name, v] : by_family_cpu) fam[name]["compute_bound"] = stats(v).to_json();
+  for (const auto& [name, v] : by_family_bw)
+    fam[name]["bandwidth_bound"] = error_stats(v).to_json();
+  for (const auto& [name, v] : by_family_lat) fam[name]["latency_bound"] = error_stats(v).to_json();
+  for (const auto& [name, v] : by_family_cpu) fam[name]["compute_bound"] = error_stats(v).to_json();
   auto within = [](const std::vector<double>& v, double bound) {
     return static_cast<int64_t>(
         std::count_if(v.begin(), v.end(), [&](double e) { return e <= bound; }));
@@ -617,12 +615,12 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
   for (const auto& [name, v] : kernel_errors) {
     std::vector<double> abs_v;
     for (double e : v) abs_v.push_back(std::fabs(e));
-    kernels[name] = stats(abs_v).to_json();
+    kernels[name] = error_stats(abs_v).to_json();
     kernels[name]["median_rel_error"] = median(v);
   }
-  const Stats dense = stats(by_family_bw["dense_allreduce"]);
-  const Stats comp = stats(by_family_bw["compressed_allreduce"]);
-  auto meets = [](const Stats& x, double med, double mx) {
+  const ErrorStats dense = error_stats(by_family_bw["dense_allreduce"]);
+  const ErrorStats comp = error_stats(by_family_bw["compressed_allreduce"]);
+  auto meets = [](const ErrorStats& x, double med, double mx) {
     return x.n > 0 && x.median <= med && x.max <= mx;
   };
   nlohmann::json target = {
@@ -640,7 +638,7 @@ nlohmann::json summarize(const std::vector<nlohmann::json>& cases) {
                  "(each kind's median gradient and optimizer arithmetic) in place of the "
                  "calibration's: the model's error apart from the CPU's drift between the "
                  "calibration and the steps job; not the target's measure"},
-                {"stats", stats(steps_job).to_json()},
+                {"stats", error_stats(steps_job).to_json()},
                 {"within_15pct", within(steps_job, 0.15)}};
   return {{"median_abs_rel_error", b.n ? nlohmann::json(b.median) : nlohmann::json(nullptr)},
           {"max_abs_rel_error", b.n ? nlohmann::json(b.max) : nlohmann::json(nullptr)},

@@ -397,4 +397,9 @@ std::string default_results_path(const std::string& spec_path) {
   return "results/validation/" + (slash == std::string::npos ? p : p.substr(slash + 1));
 }
 
+nlohmann::json measured_grid(nlohmann::json config) {
+  if (config.is_object()) config.erase("description");
+  return config;
+}
+
 }  // namespace clbo::validate

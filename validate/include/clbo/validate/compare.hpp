@@ -31,6 +31,19 @@ inline constexpr double kComputeBoundShare = 0.5;
 // measured steps and the streaming contention (kernel_contention.hpp).
 double median(std::vector<double> v);
 
+// How many |relative errors|, their median and their max (0 for none): the summaries' unit,
+// written as {cases, median_abs_rel_error, max_abs_rel_error} (null statistics for none).
+struct ErrorStats {
+  size_t n = 0;
+  double median = 0, max = 0;
+  nlohmann::json to_json() const;
+};
+ErrorStats error_stats(std::vector<double> abs_errors);
+
+// The op family a case is summarised under: dense_allreduce, compressed_allreduce, or the op
+// itself (allgather, alltoall, sparse, step).
+std::string op_family(const nlohmann::json& case_json);
+
 // Everything measured on one cluster, as read back from the run.
 struct ClusterMeasurements {
   const ClusterConfig* config = nullptr;

@@ -123,6 +123,10 @@ std::vector<std::string> allowed_congestion_controls();
 
 ValidationSpec load_validation_spec(const std::string& path);
 
+// A grid's JSON less its description, which says what the grid is for and measures nothing:
+// two runs with equal measured grids measured the same cases (--resimulate, --repeatability).
+nlohmann::json measured_grid(nlohmann::json config);
+
 // "experiments/validation/X.json" -> "results/validation/X.json".
 std::string default_results_path(const std::string& spec_path);
 

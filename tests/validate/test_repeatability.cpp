@@ -1,0 +1,121 @@
+// clbo validate --repeatability: the grid's runs compared case by case, without an emulation.
+#include <gtest/gtest.h>
+
+#include "clbo/core/error.hpp"
+#include "clbo/validate/repeatability.hpp"
+
+namespace clbo::validate {
+namespace {
+
+using nlohmann::json;
+
+json grid(const char* description = "a grid") {
+  return {{"name", "g"}, {"description", description}, {"ops", {"allreduce:ring"}}};
+}
+
+json op_case(const char* cluster, int64_t bytes, double measured, double rel,
+             const char* bound = "bandwidth", const char* op = "allreduce") {
+  return {{"cluster", cluster}, {"op", op},
+          {"algo", "ring"},     {"bytes", bytes},
+          {"bound", bound},     {"measured_s", measured},
+          {"rel_error", rel},   {"optimizer", nullptr},
+          {"phase", nullptr}};
+}
+
+json step_case(const char* phase, double measured, double rel) {
+  return {{"cluster", "c"},     {"op", "step"},           {"algo", nullptr},
+          {"bytes", 100},       {"optimizer", "Adam"},    {"phase", phase},
+          {"bound", "compute"}, {"measured_s", measured}, {"rel_error", rel}};
+}
+
+ValidationRun run(const std::string& file, std::vector<json> cases,
+                  const char* description = "a grid") {
+  return {file,
+          {{"schema", "clbo.validate/1"},
+           {"config", grid(description)},
+           {"environment", {{"git_hash", "abc"}}},
+           {"cases", cases}}};
+}
+
+// Each run is scored against the median of the *other* runs, never its own value: with three
+// runs of 1.0, 1.2 and 0.9 s, the first's other-runs median is 1.05.
+TEST(ValidateRepeatability, EachRunIsScoredAgainstTheOtherRunsMedian) {
+  const json r = repeatability(
+      grid(), {run("a", {op_case("c", 1, 1.0, 0.10)}), run("b", {op_case("c", 1, 1.2, -0.05)}),
+               run("c", {op_case("c", 1, 0.9, 0.30)})});
+  ASSERT_EQ(r["cases_in_every_run"], 1);
+  const json& k = r["cases"][0];
+  EXPECT_EQ(k["group"], "dense_allreduce/bandwidth");
+  EXPECT_NEAR(k["spread"].get<double>(), 1.2 / 0.9 - 1, 1e-12);
+  EXPECT_NEAR(k["other_runs_median_rel_error"][0].get<double>(), 1.0 / 1.05 - 1, 1e-12);
+  EXPECT_NEAR(k["other_runs_median_rel_error"][1].get<double>(), 1.2 / 0.95 - 1, 1e-12);
+  EXPECT_NEAR(k["other_runs_median_rel_error"][2].get<double>(), 0.9 / 1.1 - 1, 1e-12);
+  const json& g = r["groups"]["dense_allreduce/bandwidth"];
+  EXPECT_EQ(g["cases"], 1);
+  EXPECT_NEAR(g["per_run"][1]["other_runs_median"]["max_abs_rel_error"].get<double>(),
+              1.2 / 0.95 - 1, 1e-12);
+  EXPECT_NEAR(g["per_run"][2]["simulator"]["max_abs_rel_error"].get<double>(), 0.30, 1e-12)
+      << "the simulator's error is the file's own rel_error";
+}
+
+// Groups follow the summary's: op family and bound (the first run's), steps apart with the
+// count within the target's band; a case not in every run is left out and named.
+TEST(ValidateRepeatability, GroupsFollowTheSummaryAndMissingCasesAreNamed) {
+  const json r = repeatability(
+      grid(), {run("a", {op_case("c", 1, 1.0, 0.0), op_case("c", 2, 1.0, 0.0, "latency"),
+                         op_case("c", 3, 1.0, 0.0, "bandwidth", "compressed"),
+                         step_case("dense", 1.0, 0.2), step_case("compression", 1.0, 0.0)}),
+               run("b", {op_case("c", 1, 1.0, 0.0), op_case("c", 2, 2.0, 0.0, "bandwidth"),
+                         step_case("dense", 1.1, 0.0), step_case("compression", 1.0, 0.0)})});
+  EXPECT_EQ(r["cases_in_every_run"], 4);
+  ASSERT_EQ(r["cases_left_out"].size(), 1u);
+  EXPECT_EQ(r["cases_left_out"][0]["in_runs"], json::array({"a"}));
+  EXPECT_TRUE(r["groups"].contains("dense_allreduce/latency")) << "the first run's bound";
+  EXPECT_FALSE(r["groups"].contains("compressed_allreduce/bandwidth"));
+  const json& s = r["groups"]["steps"];
+  EXPECT_EQ(s["cases"], 2);
+  EXPECT_EQ(s["per_run"][0]["simulator"]["within_15pct"], 1);
+  EXPECT_EQ(s["per_run"][0]["other_runs_median"]["within_15pct"], 2);
+  EXPECT_NEAR(s["per_run"][0]["other_runs_median"]["max_abs_rel_error"].get<double>(),
+              1 - 1.0 / 1.1, 1e-12);
+  EXPECT_FALSE(repeatability_table(r).empty());
+}
+
+// A reworded description is the same grid; anything else is another grid, named by field.
+TEST(ValidateRepeatability, RunsOfAnotherGridAreRefusedByField) {
+  EXPECT_NO_THROW(repeatability(grid("new words"), {run("a", {op_case("c", 1, 1.0, 0.0)}),
+                                                    run("b", {op_case("c", 1, 1.0, 0.0)}, "old")}));
+  ValidationRun other = run("b", {op_case("c", 1, 1.0, 0.0)});
+  other.doc["config"]["ops"] = {"allgather"};
+  try {
+    repeatability(grid(), {run("a", {op_case("c", 1, 1.0, 0.0)}), other});
+    FAIL() << "another grid was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "b");
+    EXPECT_EQ(e.field(), "config.ops");
+  }
+}
+
+TEST(ValidateRepeatability, BadRunsAreRefusedByFileAndField) {
+  const auto one = [] { return run("a", {op_case("c", 1, 1.0, 0.0)}); };
+  EXPECT_THROW(repeatability(grid(), {one()}), InputError) << "one run compares nothing";
+  ValidationRun wrong = one();
+  wrong.doc["schema"] = "clbo.train/1";
+  EXPECT_THROW(repeatability(grid(), {one(), wrong}), InputError);
+  ValidationRun zero = run("z", {op_case("c", 1, 0.0, 0.0)});
+  try {
+    repeatability(grid(), {one(), zero});
+    FAIL() << "a zero measured time was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "z");
+    EXPECT_EQ(e.field(), "cases[0].measured_s");
+  }
+  ValidationRun twice = run("t", {op_case("c", 1, 1.0, 0.0), op_case("c", 1, 2.0, 0.0)});
+  EXPECT_THROW(repeatability(grid(), {one(), twice}), InputError);
+  ValidationRun no_cases = one();
+  no_cases.doc.erase("cases");
+  EXPECT_THROW(repeatability(grid(), {one(), no_cases}), InputError);
+}
+
+}  // namespace
+}  // namespace clbo::validate
