@@ -287,7 +287,9 @@ void repeatability_table(Document& doc, const ResultsFile& f) {
       "largest measured time over the smallest, less 1. other runs' median: each run scored "
       "against the median of the other runs' measurements of the same case (the run-to-run "
       "noise, the least error a model of the typical time can expect on one run); "
-      "simulator: the run's own |error|. median / max |error| (steps: within ±15%).",
+      "simulator: the run's own |error|; median over the runs: each case's error, median over "
+      "the runs (the model against its typical measurement), and how many cases erred the "
+      "same way in every run. median / max |error| (steps: within ±15%).",
       f.path, f.doc.value("runs", json::array()).size(),
       count(f.doc.value("cases_in_every_run", json())));
   t.header = {"group", "cases", "spread median / max", "run", "other runs' median", "simulator"};
@@ -309,6 +311,15 @@ void repeatability_table(Document& doc, const ResultsFile& f) {
            r.value("file", std::string("?")), cell(r.value("other_runs_median", json::object())),
            cell(r.value("simulator", json::object()))});
       first = false;
+    }
+    // Since the first comparison: the model against each case's typical measurement.
+    if (g.contains("simulator_over_runs")) {
+      const json& o = g["simulator_over_runs"];
+      t.rows.push_back({"", "", "",
+                        "median over the runs (" +
+                            count(o.value("same_sign_in_every_run", json())) +
+                            " of one sign in every run)",
+                        kDash, cell(o)});
     }
   }
   doc.table(t);

@@ -299,15 +299,19 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
   v["summary"]["by_op"]["compressed_allreduce"] = {{"bandwidth_bound", stats}};
   v["summary"]["steps_within_15pct"] = 0;
   write_json("results/validation/runs/quick-earlier.json", v);
-  json group = {
-      {"cases", 2},
-      {"spread", {{"median", 0.1}, {"max", 0.3}}},
-      {"per_run",
-       {{{"file", "a.json"},
-         {"other_runs_median",
-          {{"cases", 2}, {"median_abs_rel_error", 0.02}, {"max_abs_rel_error", 0.2}}},
-         {"simulator",
-          {{"cases", 2}, {"median_abs_rel_error", 0.05}, {"max_abs_rel_error", 0.25}}}}}}};
+  json group = {{"cases", 2},
+                {"spread", {{"median", 0.1}, {"max", 0.3}}},
+                {"per_run",
+                 {{{"file", "a.json"},
+                   {"other_runs_median",
+                    {{"cases", 2}, {"median_abs_rel_error", 0.02}, {"max_abs_rel_error", 0.2}}},
+                   {"simulator",
+                    {{"cases", 2}, {"median_abs_rel_error", 0.05}, {"max_abs_rel_error", 0.25}}}}}},
+                {"simulator_over_runs",
+                 {{"cases", 2},
+                  {"median_abs_rel_error", 0.04},
+                  {"max_abs_rel_error", 0.08},
+                  {"same_sign_in_every_run", 1}}}};
   write_json("results/validation/quick-repeatability.json",
              {{"schema", "clbo.validate.repeatability/1"},
               {"runs", json::array({{{"file", "a.json"}}, {{"file", "b.json"}}})},
@@ -321,6 +325,10 @@ TEST_F(ReportCli, ValidationResultsGiveAValidationReport) {
   EXPECT_NE(repeated.find("| dense_allreduce/bandwidth | 2 | 10.0% / 30.0% | a.json | 2.0% / "
                           "20.0% | 5.0% / 25.0% |"),
             std::string::npos)
+      << repeated;
+  EXPECT_NE(
+      repeated.find("| median over the runs (1 of one sign in every run) | – | 4.0% / 8.0% |"),
+      std::string::npos)
       << repeated;
   EXPECT_NE(repeated.find("The grid measured 2 times, 2 cases in every run."), std::string::npos)
       << repeated;

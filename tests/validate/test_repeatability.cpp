@@ -56,6 +56,9 @@ TEST(ValidateRepeatability, EachRunIsScoredAgainstTheOtherRunsMedian) {
               1.2 / 0.95 - 1, 1e-12);
   EXPECT_NEAR(g["per_run"][2]["simulator"]["max_abs_rel_error"].get<double>(), 0.30, 1e-12)
       << "the simulator's error is the file's own rel_error";
+  EXPECT_NEAR(k["rel_error_median"].get<double>(), 0.10, 1e-12);
+  EXPECT_NEAR(g["simulator_over_runs"]["max_abs_rel_error"].get<double>(), 0.10, 1e-12);
+  EXPECT_EQ(g["simulator_over_runs"]["same_sign_in_every_run"], 0) << "-0.05 among +0.10, +0.30";
 }
 
 // Groups follow the summary's: op family and bound (the first run's), steps apart with the
@@ -78,6 +81,10 @@ TEST(ValidateRepeatability, GroupsFollowTheSummaryAndMissingCasesAreNamed) {
   EXPECT_EQ(s["per_run"][0]["other_runs_median"]["within_15pct"], 2);
   EXPECT_NEAR(s["per_run"][0]["other_runs_median"]["max_abs_rel_error"].get<double>(),
               1 - 1.0 / 1.1, 1e-12);
+  EXPECT_EQ(s["simulator_over_runs"]["within_15pct"], 2) << "dense: median of 0.2 and 0 is 0.1";
+  EXPECT_EQ(s["simulator_over_runs"]["same_sign_in_every_run"], 0) << "0 has no sign";
+  EXPECT_EQ(r["groups"]["dense_allreduce/latency"]["simulator_over_runs"]["same_sign_in_every_run"],
+            0);
   EXPECT_FALSE(repeatability_table(r).empty());
 }
 

@@ -92,6 +92,8 @@ double median_without(const std::vector<double>& v, size_t i) {
 struct GroupErrors {
   std::vector<double> spread;
   std::vector<std::vector<double>> noise, simulator;  // per run, |error| per case
+  std::vector<double> typical;  // per case, |the median over the runs of its rel_error|
+  int64_t same_sign = 0;        // cases whose rel_error has one sign in every run
 };
 
 int64_t within(const std::vector<double>& v, double band) {
@@ -165,6 +167,11 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
                               *std::min_element(measured.begin(), measured.end()) -
                           1;
     g.spread.push_back(spread);
+    const double typical = median(rel);
+    g.typical.push_back(std::fabs(typical));
+    if (std::all_of(rel.begin(), rel.end(), [](double e) { return e > 0; }) ||
+        std::all_of(rel.begin(), rel.end(), [](double e) { return e < 0; }))
+      ++g.same_sign;
     json noise = json::array();
     for (size_t r = 0; r < runs.size(); ++r) {
       const double e = measured[r] / median_without(measured, r) - 1;
@@ -172,11 +179,9 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
       g.noise[r].push_back(std::fabs(e));
       g.simulator[r].push_back(std::fabs(rel[r]));
     }
-    json c = {{"group", group},
-              {"measured_s", measured},
-              {"spread", spread},
-              {"other_runs_median_rel_error", noise},
-              {"rel_error", rel}};
+    json c = {{"group", group},   {"measured_s", measured},
+              {"spread", spread}, {"other_runs_median_rel_error", noise},
+              {"rel_error", rel}, {"rel_error_median", typical}};
     for (const char* f : kKeyFields) c[f] = first.value(f, json());
     cases.push_back(std::move(c));
   }
@@ -190,9 +195,12 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
                          {"other_runs_median", scored(g.noise[r], steps)},
                          {"simulator", scored(g.simulator[r], steps)}});
     const ErrorStats sp = error_stats(g.spread);
+    json over_runs = scored(g.typical, steps);
+    over_runs["same_sign_in_every_run"] = g.same_sign;
     groups_json[name] = {{"cases", sp.n},
                          {"spread", {{"median", sp.median}, {"max", sp.max}}},
-                         {"per_run", per_run}};
+                         {"per_run", per_run},
+                         {"simulator_over_runs", over_runs}};
   }
 
   return {{"schema", "clbo.validate.repeatability/1"},
@@ -210,6 +218,11 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
              "the other runs and nothing of this run's moment; the run-to-run noise, the least "
              "a model of the typical time can expect on one run"},
             {"simulator", "per run, |rel_error| as that results file holds it"},
+            {"simulator_over_runs",
+             "per group, |rel_error_median| over its cases (each case's rel_error, median over "
+             "the runs: the model against the case's typical measurement, each run's noise "
+             "damped), and same_sign_in_every_run, the cases whose rel_error has one sign in "
+             "every run (a bias of the model's rather than noise)"},
             {"groups",
              "op cases by family and bound (the bound the first run gave them), steps together; "
              "within_15pct counts the steps within the target's band"},
@@ -248,6 +261,11 @@ std::string repeatability_table(const json& r) {
           file, cell(pr["other_runs_median"]), cell(pr["simulator"]));
       first = false;
     }
+    const json& o = g["simulator_over_runs"];
+    out += fmt::format("{:<28} {:>5} {:>16}  {:<34} {:>22} {:>22}\n", "", "", "",
+                       fmt::format("median over the runs ({} one sign)",
+                                   o["same_sign_in_every_run"].get<int64_t>()),
+                       "", cell(o));
   }
   return out;
 }

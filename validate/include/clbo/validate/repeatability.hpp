@@ -16,6 +16,9 @@
 //     the case's typical time can expect on one run;
 //   - simulator: the run's own rel_error, as the file holds it (resimulate old work folders
 //     first to score one model on every run).
+// And per group, the simulator over the runs: each case's rel_error, median over the runs
+// (the model against the case's typical measurement), scored the same way, with the count of
+// cases whose error has one sign in every run (a bias of the model's, not noise).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
