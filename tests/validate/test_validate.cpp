@@ -337,6 +337,28 @@ TEST(ValidateModel, TheCalibrationsCommunicationIsTheFloorOfAStepsCommunication)
   EXPECT_EQ(floored_comm(0.005, -1.0).comm_s, 0.005);
 }
 
+// The CPUs' part of a step's communication runs beside the wire time only on the CPU time the
+// packet processing leaves: with all of the CPUs moving packets it comes on top (the sum),
+// with none it is the floor, and in between the wire time or the CPUs' work over the cores,
+// whichever is longer.
+TEST(ValidateModel, TheCpusPartOverlapsTheWireTimeOnlyOnTheCpuThePacketsLeave) {
+  EXPECT_NEAR(floored_comm(0.164, 0.021, 1.0).comm_s, 0.185, 1e-15) << "no CPU left: the sum";
+  EXPECT_EQ(floored_comm(0.164, 0.021, 0.0).comm_s, 0.164) << "all of it left: the floor";
+  EXPECT_EQ(floored_comm(0.164, 0.021, 0.8).comm_s, 0.164) << "0.2 x 164 ms covers 21 ms";
+  const FlooredComm busy = floored_comm(0.100, 0.030, 0.9);  // 10 ms of CPU left: 20 ms after
+  EXPECT_NEAR(busy.comm_s, 0.120, 1e-15);
+  EXPECT_NEAR(busy.extra_s, 0.020, 1e-15);
+  EXPECT_EQ(busy.packet_cpu_share, 0.9);
+  EXPECT_NEAR(floored_comm(0.012, 0.033, 0.5).comm_s, 0.039, 1e-15) << "27 ms after 6 left";
+  EXPECT_EQ(floored_comm(0.012, 0.033, 7.0).packet_cpu_share, 1.0) << "a share is at most 1";
+  // The share: the probe's kernel share, scaled by how near the link's rate the step's bytes
+  // run; a step's bytes faster than the link (latency-free simulation) count as the link.
+  EXPECT_NEAR(packet_cpu_share(0.7, 2.5e6, 0.2, 25e6), 0.35, 1e-12);
+  EXPECT_NEAR(packet_cpu_share(0.7, 25e6, 0.2, 25e6), 0.7, 1e-12);
+  EXPECT_EQ(packet_cpu_share(0.7, 1e6, 0.0, 25e6), 0.0) << "no time: nothing to share";
+  EXPECT_EQ(packet_cpu_share(0.0, 1e6, 0.1, 25e6), 0.0) << "no probe split: the floor as before";
+}
+
 // The steps job's own compute for one kind of step has the calibration's definition, over the
 // steps it is given: the same run read as a calibration and as a job agrees on them.
 TEST(ValidateModel, JobComputeIsTheCalibrationsMeasureOverTheKindsSteps) {

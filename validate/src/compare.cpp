@@ -103,6 +103,16 @@ nlohmann::json probe_cpu_share(const nlohmann::json& record, const char* kind) {
   return cpu_split_share(record["probes"]["bulk_all_hosts_at_once_cpu"], kind);
 }
 
+// The kernel's share of the CPUs (system and softirq) while every host streamed at its link's
+// rate; 0 where the record has no split (folders kept before 2026-12-03).
+double probe_kernel_share(const nlohmann::json& record) {
+  double share = 0;
+  for (const char* kind : {"system", "softirq"})
+    if (const nlohmann::json v = probe_cpu_share(record, kind); v.is_number())
+      share += v.get<double>();
+  return share;
+}
+
 // The probe's share of each kind a case records: steal over kStealShare means every case of
 // the cluster was simulated on links slower than they are; idle under kProbeIdleShare that
 // the links were bound by the CPUs.
@@ -406,6 +416,7 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     }
   }
   if (progs.empty()) return;
+  const double kernel_share = probe_kernel_share(m.record);
   const auto full = sim::simulate_programs(preset, p, progs);
   const auto bare = sim::simulate_programs(bare_setup.cluster, p, bare_progs);
   for (size_t i = 0; i < pending.size(); ++i) {
@@ -418,14 +429,21 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     nlohmann::json& k = pending[i].k;
     const double floor_s =
         pending[i].comm_floor_s.is_null() ? 0.0 : pending[i].comm_floor_s.get<double>();
-    const FlooredComm comm = floored_comm(r.comm_s, floor_s);
+    const double host_bytes = r.bytes_per_gpu * static_cast<double>(c.ranks_per_host);
+    const double link_Bps = c.link_Mbps * 1e6 / 8;
+    const FlooredComm comm = floored_comm(
+        r.comm_s, floor_s, packet_cpu_share(kernel_share, host_bytes, r.comm_s, link_Bps));
     // The floor is the CPUs' part of the communication, not the network's latency: the
     // latency-free simulation keeps it too.
-    const FlooredComm comm0 = floored_comm(r0.comm_s, floor_s);
-    k["simulated_parts"] = {
-        {"compute_s", r.fwd_s + r.bwd_s},           {"optimizer_s", r.optimizer_s},
-        {"compression_kernels_s", r.compression_s}, {"comm_s", comm.comm_s},
-        {"comm_network_s", comm.network_s},         {"comm_floor_s", pending[i].comm_floor_s}};
+    const FlooredComm comm0 = floored_comm(
+        r0.comm_s, floor_s, packet_cpu_share(kernel_share, host_bytes, r0.comm_s, link_Bps));
+    k["simulated_parts"] = {{"compute_s", r.fwd_s + r.bwd_s},
+                            {"optimizer_s", r.optimizer_s},
+                            {"compression_kernels_s", r.compression_s},
+                            {"comm_s", comm.comm_s},
+                            {"comm_network_s", comm.network_s},
+                            {"comm_floor_s", pending[i].comm_floor_s},
+                            {"comm_packet_cpu_share", comm.packet_cpu_share}};
     k["simulated_bytes_per_rank"] = r.bytes_per_gpu;
     const double measured = k["measured_parts"]["step_s"].get<double>();
     finish_case(k, measured, r.time_s + comm.extra_s, r0.time_s + comm0.extra_s,
@@ -537,13 +555,22 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
   return c;
 }
 
-FlooredComm floored_comm(double network_s, double floor_s) {
+FlooredComm floored_comm(double network_s, double floor_s, double packet_cpu_share) {
   FlooredComm c;
   c.network_s = network_s;
   c.floor_s = std::max(0.0, floor_s);
-  c.comm_s = std::max(network_s, c.floor_s);
-  c.extra_s = c.comm_s - network_s;
+  c.packet_cpu_share = std::clamp(packet_cpu_share, 0.0, 1.0);
+  // The CPUs' part gets the CPU time the packets leave during the wire time; the rest of it
+  // comes after.
+  c.extra_s = std::max(0.0, c.floor_s - network_s * (1 - c.packet_cpu_share));
+  c.comm_s = network_s + c.extra_s;
   return c;
+}
+
+double packet_cpu_share(double probe_kernel_share, double bytes_per_host, double network_s,
+                        double link_Bps) {
+  if (!(network_s > 0) || !(link_Bps > 0) || !(probe_kernel_share > 0)) return 0;
+  return std::min(1.0, probe_kernel_share * std::min(1.0, bytes_per_host / network_s / link_Bps));
 }
 
 std::vector<nlohmann::json> compare_cluster(const ValidationSpec& s, const ClusterMeasurements& m,

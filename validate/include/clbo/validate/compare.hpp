@@ -73,15 +73,27 @@ struct Calibration {
   nlohmann::json to_json() const;
 };
 
-// A step's simulated communication raised to the calibration's floor (`floor_s`, 0 for
-// none): the network model charges the messages' wire and per-message software time, not
-// the CPUs' part that the same ranks on the same cores pay over loopback too
-// (docs/validation.md, "The collectives' CPU floor"). network_s: the simulator's; comm_s:
-// the step's; extra_s: what the floor adds to the simulated step.
+// A step's simulated communication with the CPUs' part of it (`floor_s`, the calibration's
+// floor, 0 for none): the network model charges the messages' wire and per-message software
+// time, not the CPUs' part that the same ranks on the same cores pay over loopback too
+// (docs/validation.md, "The collectives' CPU floor"). That part runs beside the wire time
+// only on the CPU time the kernel's packet processing leaves: with `packet_cpu_share` of the
+// CPUs busy moving the step's packets, the communication takes
+//   comm_s = network_s + max(0, floor_s - network_s * (1 - packet_cpu_share)),
+// the wire time or the CPUs' work over the cores, whichever is longer; with no packet
+// processing that is max(network_s, floor_s), the floor. network_s: the simulator's; comm_s:
+// the step's; extra_s: what the CPUs' part adds to the simulated step.
 struct FlooredComm {
-  double network_s = 0, floor_s = 0, comm_s = 0, extra_s = 0;
+  double network_s = 0, floor_s = 0, packet_cpu_share = 0, comm_s = 0, extra_s = 0;
 };
-FlooredComm floored_comm(double network_s, double floor_s);
+FlooredComm floored_comm(double network_s, double floor_s, double packet_cpu_share = 0);
+
+// The share of the CPUs the kernel's packet processing takes while a step moves
+// `bytes_per_host` over `network_s` on links of `link_Bps`: the link probe's kernel share
+// (`probe_kernel_share`, system and softirq while every host streamed at its link's rate)
+// scaled by how near that rate the step's own bytes run, at most 1; 0 for no time.
+double packet_cpu_share(double probe_kernel_share, double bytes_per_host, double network_s,
+                        double link_Bps);
 Calibration read_calibration(const nlohmann::json& train_result, const std::string& file,
                              const std::string& how);
 
