@@ -194,16 +194,21 @@ int simulate_all(const Args& a, const clbo::validate::ValidationSpec& spec, cons
 
 // --repeatability: the grid's earlier results compared with each other; measures nothing.
 int compare_runs(const Args& a, const clbo::validate::ValidationSpec& spec) {
+  std::string out = a.output;
+  if (out.empty()) {
+    fs::path p = clbo::validate::default_results_path(a.experiment);
+    out = (p.parent_path() / (p.stem().string() + "-repeatability.json")).string();
+  }
+  std::error_code ec;
+  for (const std::string& f : a.repeatability)
+    if (fs::exists(out, ec) && fs::equivalent(f, out, ec))
+      throw clbo::InputError(a.experiment, "-o", out,
+                             "is one of the --repeatability inputs; it would be overwritten");
   std::vector<clbo::validate::ValidationRun> runs;
   for (const std::string& f : a.repeatability) runs.push_back({f, read_json(f)});
   nlohmann::json r = clbo::validate::repeatability(spec.config, runs);
   r["experiment_file"] = a.experiment;
   r["environment"] = clbo::environment_json();
-  std::string out = a.output;
-  if (out.empty()) {
-    out = clbo::validate::default_results_path(a.experiment);
-    out = out.substr(0, out.size() - 5) + "-repeatability.json";
-  }
   clbo::write_json_atomic(out, r);
   std::cout << clbo::validate::repeatability_table(r) << "wrote " << out << std::endl;
   return 0;
@@ -632,7 +637,8 @@ clbo::cli::Registrar reg(
                      "measure nothing: compare two or more results of this same grid (e.g. "
                      "--resimulate'd runs of it) case by case, and score each run against the "
                      "other runs' median; writes results/validation/X-repeatability.json "
-                     "unless -o says where")
+                     "unless -o says where. Give the grid first: clbo validate X.json "
+                     "--repeatability A.json B.json ...")
           ->excludes("--resimulate")
           ->excludes("--keep-work")
           ->excludes("--check");

@@ -85,7 +85,25 @@ TEST(ValidateRepeatability, GroupsFollowTheSummaryAndMissingCasesAreNamed) {
   EXPECT_EQ(s["simulator_over_runs"]["same_sign_in_every_run"], 0) << "0 has no sign";
   EXPECT_EQ(r["groups"]["dense_allreduce/latency"]["simulator_over_runs"]["same_sign_in_every_run"],
             0);
-  EXPECT_FALSE(repeatability_table(r).empty());
+  const std::string table = repeatability_table(r);
+  EXPECT_NE(table.find("steps"), std::string::npos) << table;
+  EXPECT_NE(table.find("(1/2)"), std::string::npos) << "a run's steps within the band" << table;
+  EXPECT_NE(table.find("median over the runs"), std::string::npos) << table;
+}
+
+// Cases are matched by what they measured, not by their place in the file; a case whose error
+// has one sign in every run is counted as the model's bias.
+TEST(ValidateRepeatability, CasesMatchByIdentityAndOneSignIsCounted) {
+  const json r =
+      repeatability(grid(), {run("a", {op_case("c", 1, 1.0, -0.10), op_case("c", 2, 1.0, 0.05)}),
+                             run("b", {op_case("c", 2, 1.0, -0.05), op_case("c", 1, 2.0, -0.30)})});
+  ASSERT_EQ(r["cases_in_every_run"], 2);
+  EXPECT_EQ(r["cases"][0]["bytes"], 1) << "the first run's order";
+  EXPECT_EQ(r["cases"][0]["measured_s"], json::array({1.0, 2.0}));
+  EXPECT_NEAR(r["cases"][0]["rel_error_median"].get<double>(), -0.20, 1e-12);
+  const json& o = r["groups"]["dense_allreduce/bandwidth"]["simulator_over_runs"];
+  EXPECT_EQ(o["same_sign_in_every_run"], 1) << "-0.10 and -0.30; +0.05 and -0.05 are not";
+  EXPECT_NEAR(o["max_abs_rel_error"].get<double>(), 0.20, 1e-12);
 }
 
 // A reworded description is the same grid; anything else is another grid, named by field.
@@ -122,6 +140,11 @@ TEST(ValidateRepeatability, BadRunsAreRefusedByFileAndField) {
   ValidationRun no_cases = one();
   no_cases.doc.erase("cases");
   EXPECT_THROW(repeatability(grid(), {one(), no_cases}), InputError);
+  EXPECT_THROW(repeatability(grid(), {one(), ValidationRun{"x", json::array()}}), InputError)
+      << "not an object";
+  ValidationRun odd_environment = one();
+  odd_environment.doc["environment"] = 3;
+  EXPECT_NO_THROW(repeatability(grid(), {one(), odd_environment})) << "only its git hash is read";
 }
 
 }  // namespace

@@ -354,7 +354,8 @@ TEST(ValidateModel, TheCpusPartOverlapsTheWireTimeOnlyOnTheCpuThePacketsLeave) {
   // The share: the probe's kernel share, scaled by how near the link's rate the step's bytes
   // run; a step's bytes faster than the link (latency-free simulation) count as the link.
   EXPECT_NEAR(packet_cpu_share(0.7, 2.5e6, 0.2, 25e6), 0.35, 1e-12);
-  EXPECT_NEAR(packet_cpu_share(0.7, 25e6, 0.2, 25e6), 0.7, 1e-12);
+  EXPECT_NEAR(packet_cpu_share(0.7, 5e6, 0.2, 25e6), 0.7, 1e-12) << "at the link's rate";
+  EXPECT_NEAR(packet_cpu_share(0.7, 50e6, 0.2, 25e6), 0.7, 1e-12) << "faster counts as the link";
   EXPECT_EQ(packet_cpu_share(0.7, 1e6, 0.0, 25e6), 0.0) << "no time: nothing to share";
   EXPECT_EQ(packet_cpu_share(0.0, 1e6, 0.1, 25e6), 0.0) << "no probe split: the floor as before";
 }

@@ -137,16 +137,23 @@ def test_repeatability(clbo, src):
         fail("the unchanged cases should not spread")
     print("ok: %d cases compared" % rep["cases_in_every_run"])
     # Refusals: one run; a file of another schema.
-    for args, field in (([committed], "--repeatability"),
-                        ([committed, os.path.join(src, "results", "convergence", "smoke.json")],
-                         "schema")):
+    smoke = os.path.join(src, "results", "convergence", "smoke.json")
+    for args, named in (([committed], ["'--repeatability'", "1 file"]),
+                        ([committed, smoke], [smoke, "'schema'", "clbo.train/1"])):
         os.path.exists(out) and os.remove(out)
         r = subprocess.run([clbo, "validate", grid, "--repeatability"] + args + ["-o", out],
                            capture_output=True, text=True, timeout=60)
-        if r.returncode != 2 or field not in r.stderr or os.path.exists(out):
-            fail("expected exit 2 naming %s and no file: exit %d %s" % (field, r.returncode,
+        if r.returncode != 2 or any(n not in r.stderr for n in named) or os.path.exists(out):
+            fail("expected exit 2 naming %s and no file: exit %d %s" % (named, r.returncode,
                                                                         r.stderr))
         print("ok: %s" % r.stderr.strip().splitlines()[-1])
+    # -o naming one of the inputs would overwrite a run: refused, the input left as it was.
+    before = open(second).read()
+    r = subprocess.run([clbo, "validate", grid, "--repeatability", committed, second, "-o",
+                        second], capture_output=True, text=True, timeout=60)
+    if r.returncode != 2 or "'-o'" not in r.stderr or open(second).read() != before:
+        fail("-o naming an input: exit %d %s" % (r.returncode, r.stderr))
+    print("ok: %s" % r.stderr.strip().splitlines()[-1])
 
 
 def test_quick(clbo, src):

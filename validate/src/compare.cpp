@@ -429,6 +429,8 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
     nlohmann::json& k = pending[i].k;
     const double floor_s =
         pending[i].comm_floor_s.is_null() ? 0.0 : pending[i].comm_floor_s.get<double>();
+    // Every rank's bytes count as its host's: with several ranks per host some of them stay
+    // on the host, so the share is an upper bound there (4 hosts x 2 ranks in the grid).
     const double host_bytes = r.bytes_per_gpu * static_cast<double>(c.ranks_per_host);
     const double link_Bps = c.link_Mbps * 1e6 / 8;
     const FlooredComm comm = floored_comm(

@@ -117,6 +117,9 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
   std::vector<std::map<std::string, const json*>> by_key;
   json runs_json = json::array();
   for (const ValidationRun& run : runs) {
+    if (!run.doc.is_object())
+      throw InputError(run.file, "(root)", run.doc.type_name(),
+                       "expected a clbo.validate/1 result (clbo validate's output)");
     const json schema = run.doc.value("schema", json());
     if (schema != "clbo.validate/1")
       throw InputError(run.file, "schema", schema.is_null() ? "missing" : schema.dump(),
@@ -131,9 +134,10 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
                        "description may differ)");
     by_key.push_back(cases_by_key(run));
     const json& res = run.doc.value("resimulated", json());
+    const json& env = run.doc.contains("environment") ? run.doc["environment"] : json();
     runs_json.push_back(
         {{"file", run.file},
-         {"git_hash", run.doc.value("environment", json::object()).value("git_hash", json())},
+         {"git_hash", env.is_object() ? env.value("git_hash", json()) : json()},
          {"resimulated_from", res.is_object() ? res.value("work_folder", json()) : json()}});
   }
 
