@@ -3,9 +3,10 @@
 value named, no namespace, no results file); --check accepts every committed grid; `quick`
 runs end to end on the emulated cluster (root and CAP_NET_ADMIN, else a visible skip).
 
-`repeatability` compares the committed full grid's runs with each other (no emulation).
+`repeatability` compares the committed full grid's runs with each other, and `resimulate`
+simulates a kept quick run's measurements again (neither emulates anything).
 
-    test_validate_cli.py bad-input|check|repeatability|quick CLBO SOURCE_DIR
+    test_validate_cli.py bad-input|check|repeatability|resimulate|quick CLBO SOURCE_DIR
 """
 import atexit
 import json
@@ -171,6 +172,17 @@ def test_quick(clbo, src):
     if r.returncode != 0:
         fail("clbo validate quick: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr[-3000:]))
     doc = json.load(open(out))
+    check_result(doc)
+    if clbo_interfaces():
+        fail("leftover interfaces: %s" % clbo_interfaces())
+    check_resimulate(clbo, src, path, work, doc, tmp)
+    print("ok: clbo validate quick: %d cases, bandwidth-bound median |error| %s" %
+          (len(doc["cases"]), doc["summary"]["median_abs_rel_error"]))
+
+
+def check_result(doc):
+    """What a result of the quick grid holds, measured or simulated again from kept
+    measurements."""
     # 2 ops x 2 sizes, and Adam's dense steps and 1-bit Adam's warmup and compression steps,
     # on each of the 2 clusters.
     if doc["schema"] != "clbo.validate/1" or len(doc["cases"]) != 14:
@@ -274,11 +286,6 @@ def test_quick(clbo, src):
     for key in ("median_abs_rel_error", "max_abs_rel_error", "latency_bound", "bandwidth_bound"):
         if key not in doc["summary"]:
             fail("summary without %s" % key)
-    if clbo_interfaces():
-        fail("leftover interfaces: %s" % clbo_interfaces())
-    check_resimulate(clbo, src, path, work, doc, tmp)
-    print("ok: clbo validate quick: %d cases, bandwidth-bound median |error| %s" %
-          (len(doc["cases"]), doc["summary"]["median_abs_rel_error"]))
 
 
 def comm_with_floor(parts):
@@ -354,6 +361,17 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
     if not isinstance(measured_wall, (int, float)) or not 0 < measured_wall <= total:
         fail("resimulated.measured_wall_s %r: not the measuring run's (%s s in all)"
              % (measured_wall, total))
+    check_resimulated_inputs(clbo, src, path, work, doc, tmp)
+
+
+def check_resimulated_inputs(clbo, src, path, work, doc, tmp):
+    """What --resimulate reads from the kept folder, changed one at a time: the recorded CPU
+    count, the one-rank calibrations, a calibration's steps; a malformed machine.json and
+    another grid are refused. `doc` is the folder's result as it stands."""
+    grid = json.load(open(path))
+    grid["description"] = "the same grid, described differently"
+    same = os.path.join(tmp, "same.json")
+    json.dump(grid, open(same, "w"))
     # The contention is the measuring machine's: machine.json is read, not this CPU count.
     # Every contention of this run was measured on the clusters' own ranks (the calibrations,
     # the all-pairs ping-pong), so another CPU count changes no case...
@@ -415,6 +433,74 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
         fail("--resimulate of another grid: exit %d, %s" % (r.returncode, r.stderr))
 
 
+DATA = os.path.join("tests", "validate", "data")
+REGENERATE = ("clbo validate experiments/validation/quick.json --resimulate "
+              "tests/validate/data/quick-work -o tests/validate/data/quick-resimulated.json")
+
+
+def differences(got, want, where=""):
+    """Where two results differ: numbers to 1e-9 relative (the simulator's floating point
+    may take another libm path on another CPU), everything else exactly."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        if sorted(got) != sorted(want):
+            return ["%s: keys %s, want %s" % (where, sorted(got), sorted(want))]
+        return [d for k in want for d in differences(got[k], want[k], "%s.%s" % (where, k))]
+    if isinstance(want, list) and isinstance(got, list):
+        if len(got) != len(want):
+            return ["%s: %d entries, want %d" % (where, len(got), len(want))]
+        return [d for i, (g, w) in enumerate(zip(got, want))
+                for d in differences(g, w, "%s[%d]" % (where, i))]
+    numbers = (int, float)
+    if (isinstance(got, numbers) and isinstance(want, numbers)
+            and not isinstance(got, bool) and not isinstance(want, bool)):
+        return [] if abs(got - want) <= 1e-9 * max(abs(got), abs(want)) else [
+            "%s: %r, want %r" % (where, got, want)]
+    return [] if got == want else ["%s: %r, want %r" % (where, got, want)]
+
+
+def test_resimulate(clbo, src):
+    """The quick grid's measurements, kept by a run on this project's machine
+    (tests/validate/data/README.md), simulated again: the simulated side of `clbo validate`
+    end to end without any emulation, so it runs everywhere and under the sanitizers. The
+    result holds what a measured one holds, is the same on a second run but for its timing,
+    and equals the committed simulation of the same folder."""
+    tmp = scratch(prefix="clbo-validate-resimulate-")
+    work = os.path.join(tmp, "work")
+    shutil.copytree(os.path.join(src, DATA, "quick-work"), work)
+    path = os.path.join(src, "experiments", "validation", "quick.json")
+
+    def resimulate(name):
+        out = os.path.join(tmp, name)
+        r = subprocess.run([clbo, "validate", path, "--resimulate", work, "-o", out, "-q"],
+                           capture_output=True, text=True, timeout=300, cwd=src)
+        if r.returncode != 0:
+            fail("--resimulate of the kept quick run: exit %d\n%s%s"
+                 % (r.returncode, r.stdout, r.stderr[-3000:]))
+        return json.load(open(out))
+
+    doc = resimulate("first.json")
+    if doc.get("resimulated", {}).get("work_folder") != work:
+        fail("the result does not name the folder it was simulated from: %s"
+             % doc.get("resimulated"))
+    check_result(doc)
+
+    def untimed(d):
+        d = json.loads(json.dumps(d))
+        del d["timing"], d["machine"]["load_average_end"]
+        return d
+    if untimed(resimulate("second.json")) != untimed(doc):
+        fail("two simulations of the same folder differ in more than their timing")
+    want = json.load(open(os.path.join(src, DATA, "quick-resimulated.json")))
+    diff = differences(doc["cases"], want["cases"], "cases") + differences(
+        doc["summary"], want["summary"], "summary")
+    if diff:
+        fail("the simulation of the kept quick run changed (%d differences, first: %s). If the "
+             "model changed on purpose, regenerate the expected result from the source "
+             "folder with\n  %s\nand say why in the commit." % (len(diff), diff[0], REGENERATE))
+    check_resimulated_inputs(clbo, src, path, work, doc, tmp)
+    print("ok: the kept quick run simulated again: %d cases as committed" % len(doc["cases"]))
+
+
 def main():
     what, clbo, src = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
     if what == "bad-input":
@@ -425,6 +511,8 @@ def main():
         test_repeatability(clbo, src)
     elif what == "quick":
         test_quick(clbo, src)
+    elif what == "resimulate":
+        test_resimulate(clbo, src)
     else:
         fail("unknown test %r" % what)
 
