@@ -338,19 +338,30 @@ def check_comm_floor(doc, work, resimulated):
                  % (new, old["simulated_parts"]))
 
 
-def check_resimulate(clbo, src, path, work, doc, tmp):
-    """--resimulate simulates the kept measurements again: the same cases, nothing measured;
-    a grid that differs only in its description is the same grid, any other field is not."""
+def described_differently(path, tmp):
+    """The grid at `path` with another description, written beside the test's files: to
+    --resimulate it is the same grid. Returns the grid and the file's path."""
     grid = json.load(open(path))
     grid["description"] = "the same grid, described differently"
     same = os.path.join(tmp, "same.json")
     json.dump(grid, open(same, "w"))
-    again = os.path.join(tmp, "again.json")
-    r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", again, "-q"],
+    return grid, same
+
+
+def resimulate(clbo, src, grid, work, out, what):
+    """`clbo validate GRID --resimulate WORK -o OUT -q`, which must succeed; the result."""
+    r = subprocess.run([clbo, "validate", grid, "--resimulate", work, "-o", out, "-q"],
                        capture_output=True, text=True, timeout=300, cwd=src)
     if r.returncode != 0:
-        fail("--resimulate: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr[-3000:]))
-    redone = json.load(open(again))
+        fail("%s: exit %d\n%s%s" % (what, r.returncode, r.stdout, r.stderr[-3000:]))
+    return json.load(open(out))
+
+
+def check_resimulate(clbo, src, path, work, doc, tmp):
+    """--resimulate simulates the kept measurements again: the same cases, nothing measured;
+    a grid that differs only in its description is the same grid, any other field is not."""
+    grid, same = described_differently(path, tmp)
+    redone = resimulate(clbo, src, same, work, os.path.join(tmp, "again.json"), "--resimulate")
     if redone["cases"] != doc["cases"]:
         fail("--resimulate gave other cases than the run that measured them")
     if redone.get("resimulated", {}).get("work_folder") != work or "resimulated" in doc:
@@ -361,17 +372,14 @@ def check_resimulate(clbo, src, path, work, doc, tmp):
     if not isinstance(measured_wall, (int, float)) or not 0 < measured_wall <= total:
         fail("resimulated.measured_wall_s %r: not the measuring run's (%s s in all)"
              % (measured_wall, total))
-    check_resimulated_inputs(clbo, src, path, work, doc, tmp)
+    check_resimulated_inputs(clbo, src, grid, same, work, doc, tmp)
 
 
-def check_resimulated_inputs(clbo, src, path, work, doc, tmp):
+def check_resimulated_inputs(clbo, src, grid, same, work, doc, tmp):
     """What --resimulate reads from the kept folder, changed one at a time: the recorded CPU
     count, the one-rank calibrations, a calibration's steps; a malformed machine.json and
-    another grid are refused. `doc` is the folder's result as it stands."""
-    grid = json.load(open(path))
-    grid["description"] = "the same grid, described differently"
-    same = os.path.join(tmp, "same.json")
-    json.dump(grid, open(same, "w"))
+    another grid are refused. `grid` and `same` are described_differently's; `doc` is the
+    folder's result as it stands."""
     # The contention is the measuring machine's: machine.json is read, not this CPU count.
     # Every contention of this run was measured on the clusters' own ranks (the calibrations,
     # the all-pairs ping-pong), so another CPU count changes no case...
@@ -383,12 +391,8 @@ def check_resimulated_inputs(clbo, src, path, work, doc, tmp):
 
     def resimulated(name, cpus):
         json.dump({"cpus": cpus}, open(mfile, "w"))
-        out = os.path.join(tmp, name)
-        r = subprocess.run([clbo, "validate", same, "--resimulate", work, "-o", out, "-q"],
-                           capture_output=True, text=True, timeout=300, cwd=src)
-        if r.returncode != 0:
-            fail("--resimulate at %d CPUs: exit %d\n%s" % (cpus, r.returncode, r.stderr[-3000:]))
-        w = json.load(open(out))
+        w = resimulate(clbo, src, same, work, os.path.join(tmp, name),
+                       "--resimulate at %d CPUs" % cpus)
         if w["machine"]["cpus"] != cpus:
             fail("--resimulate did not record the CPU count machine.json holds")
         return w["cases"]
@@ -469,16 +473,11 @@ def test_resimulate(clbo, src):
     shutil.copytree(os.path.join(src, DATA, "quick-work"), work)
     path = os.path.join(src, "experiments", "validation", "quick.json")
 
-    def resimulate(name):
-        out = os.path.join(tmp, name)
-        r = subprocess.run([clbo, "validate", path, "--resimulate", work, "-o", out, "-q"],
-                           capture_output=True, text=True, timeout=300, cwd=src)
-        if r.returncode != 0:
-            fail("--resimulate of the kept quick run: exit %d\n%s%s"
-                 % (r.returncode, r.stdout, r.stderr[-3000:]))
-        return json.load(open(out))
+    def kept_run(name):
+        return resimulate(clbo, src, path, work, os.path.join(tmp, name),
+                          "--resimulate of the kept quick run")
 
-    doc = resimulate("first.json")
+    doc = kept_run("first.json")
     if doc.get("resimulated", {}).get("work_folder") != work:
         fail("the result does not name the folder it was simulated from: %s"
              % doc.get("resimulated"))
@@ -488,7 +487,7 @@ def test_resimulate(clbo, src):
         d = json.loads(json.dumps(d))
         del d["timing"], d["machine"]["load_average_end"]
         return d
-    if untimed(resimulate("second.json")) != untimed(doc):
+    if untimed(kept_run("second.json")) != untimed(doc):
         fail("two simulations of the same folder differ in more than their timing")
     want = json.load(open(os.path.join(src, DATA, "quick-resimulated.json")))
     diff = differences(doc["cases"], want["cases"], "cases") + differences(
@@ -497,7 +496,8 @@ def test_resimulate(clbo, src):
         fail("the simulation of the kept quick run changed (%d differences, first: %s). If the "
              "model changed on purpose, regenerate the expected result from the source "
              "folder with\n  %s\nand say why in the commit." % (len(diff), diff[0], REGENERATE))
-    check_resimulated_inputs(clbo, src, path, work, doc, tmp)
+    grid, same = described_differently(path, tmp)
+    check_resimulated_inputs(clbo, src, grid, same, work, doc, tmp)
     print("ok: the kept quick run simulated again: %d cases as committed" % len(doc["cases"]))
 
 
