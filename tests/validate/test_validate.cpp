@@ -311,6 +311,14 @@ TEST(ValidateModel, CalibrationIsTheMedianOfTheSteadySteps) {
   EXPECT_NEAR(c.optimizer_s["ZeroOneAdam"]["local_step"].get<double>(), 0.0038, 1e-12);
   // gradients of the steps after the first: 16, 17, 18, 19 ms (not the first step's 500).
   EXPECT_NEAR(c.gradient_s, 0.0175, 1e-12);
+  // Per kind, the same median over the kind's steady steps: the sync steps after the first
+  // (16, 18 and 19 ms) and the one local step (17 ms, its only one, so kept), each as the
+  // job's own compute over the same steps measures it.
+  EXPECT_NEAR(c.gradient_kind["ZeroOneAdam"]["sync_step"].get<double>(), 0.018, 1e-12);
+  EXPECT_NEAR(c.gradient_kind["ZeroOneAdam"]["local_step"].get<double>(), 0.017, 1e-12);
+  EXPECT_EQ(c.gradient_kind["ZeroOneAdam"]["sync_step"].get<double>(),
+            job_compute(run, {1, 3, 4}, "steps.json").gradient_s);
+  EXPECT_EQ(c.to_json()["gradient_by_kind_s"], c.gradient_kind);
   // The communication floor, the same median of the step less its gradient, arithmetic and
   // kernels: without per-worker times that is the slowest columns' communication, 2.4, 0.2 and
   // 0.2 ms in the sync steps after the first; the local step talks to no one.

@@ -280,6 +280,13 @@ def check_result(doc):
                 or abs(c["simulated_s"] - parts["compute_s"] - parts["optimizer_s"]
                        - parts["compression_kernels_s"] - parts["comm_s"]) > 1e-9):
             fail("step case without its communication floor: %s" % parts)
+        # Its compute is the calibration's gradient of the same kind of step (every cluster of
+        # the quick grid calibrates its own ranks, so no contention factor comes between).
+        grad = cal["gradient_by_kind_s"][c["optimizer"]][c["phase"]]
+        if (cal["ranks"] != c["hosts"] * c["ranks_per_host"]
+                or abs(parts["compute_s"] - grad) > 1e-12 * grad):
+            fail("step case %s %s: compute %s, want the calibration's gradient of its kind, %s"
+                 % (c["optimizer"], c["phase"], parts["compute_s"], grad))
     sj = doc["summary"].get("steps_with_job_compute") or {}
     if sj.get("stats", {}).get("cases") != len(steps):
         fail("summary.steps_with_job_compute: %s" % sj)

@@ -353,13 +353,14 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   // The gradient is one pass: charge it as forward, none as backward.
   setup.compute.fwd_per_sample_s =
       cal.gradient_s * factor / static_cast<double>(s.steps.batch_per_worker);
-  setup.compute.origin = "measured: the calibration run's gradient" +
+  setup.compute.origin = "measured: the calibration run's gradient of the step's kind" +
                          std::string(factor != 1 ? " x the CPU contention" : "");
 
   struct Pending {
     nlohmann::json k;
     sim::StepKind kind;
     double optimizer_s;
+    double gradient_s;            // the calibration's for this kind, x the contention factor
     nlohmann::json comm_floor_s;  // the calibration's communication, null where it has none
     JobCompute job;
   };
@@ -409,8 +410,15 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       nlohmann::json floor = nullptr;
       if (has_floor && cal.comm_floor_s.contains(type) && cal.comm_floor_s[type].contains(phase))
         floor = cal.comm_floor_s[type][phase];
-      pending.push_back(
-          {k, kind, opt_s * factor, floor, job_compute(run, used, where + ", run " + type)});
+      // The kind's own gradient where the calibration ran it: a step's gradient phase ends
+      // with a gather, so it holds what the step before left unequal between the workers,
+      // and that differs by kind (0/1 Adam's sync steps follow local steps, which wait for
+      // nothing). Else the gradient pooled over every step.
+      const nlohmann::json& grad =
+          cal.gradient_kind.contains(type) ? cal.gradient_kind[type] : nlohmann::json::object();
+      const double grad_s = grad.contains(phase) ? grad[phase].get<double>() : cal.gradient_s;
+      pending.push_back({k, kind, opt_s * factor, grad_s * factor, floor,
+                         job_compute(run, used, where + ", run " + type)});
       progs.push_back(sim::step_program(kind, setup));
       bare_progs.push_back(sim::step_program(kind, bare_setup));
     }
@@ -420,10 +428,14 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   const auto full = sim::simulate_programs(preset, p, progs);
   const auto bare = sim::simulate_programs(bare_setup.cluster, p, bare_progs);
   for (size_t i = 0; i < pending.size(); ++i) {
+    const double fwd_per_sample_s =
+        pending[i].gradient_s / static_cast<double>(s.steps.batch_per_worker);
     sim::TrainingSetup own = setup;
+    own.compute.fwd_per_sample_s = fwd_per_sample_s;
     own.compute.optimizer_s = pending[i].optimizer_s;
     const sim::StepKindResult r = sim::step_result(pending[i].kind, own, progs[i], full[i]);
     sim::TrainingSetup lat0 = bare_setup;
+    lat0.compute.fwd_per_sample_s = fwd_per_sample_s;
     lat0.compute.optimizer_s = pending[i].optimizer_s;
     const sim::StepKindResult r0 = sim::step_result(pending[i].kind, lat0, bare_progs[i], bare[i]);
     nlohmann::json& k = pending[i].k;
@@ -502,6 +514,7 @@ std::string op_family(const nlohmann::json& k) {
 nlohmann::json Calibration::to_json() const {
   return {{"ranks", ranks},
           {"gradient_s", gradient_s},
+          {"gradient_by_kind_s", gradient_kind},
           {"optimizer_arithmetic_s", optimizer_s},
           {"comm_floor_s", comm_floor_s},
           {"measured", true},
@@ -510,6 +523,8 @@ nlohmann::json Calibration::to_json() const {
            "`ranks` workers at once (clbo train, batch_per_worker examples each), "
            "steady-state medians over the steps after the first (of each optimizer and "
            "phase): the gradient (the slowest worker's, with the gather that ends the phase), "
+           "pooled over every step in gradient_s (the compute contention's) and per optimizer "
+           "and phase in gradient_by_kind_s (the one each step case is simulated with), "
            "and per optimizer and phase the optimizer step less its communication and "
            "compression-kernel time (each worker's own, averaged over the workers, where every "
            "worker ran in its own process; else from the slowest worker's columns), and "
@@ -529,6 +544,7 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
     throw Error(file + ": the calibration run has no runs");
   c.optimizer_s = nlohmann::json::object();
   c.comm_floor_s = nlohmann::json::object();
+  c.gradient_kind = nlohmann::json::object();
   std::vector<double> grad;
   for (const auto& run : j["runs"]) {
     const std::string type = run["optimizer_type"].get<std::string>();
@@ -542,6 +558,8 @@ Calibration read_calibration(const nlohmann::json& j, const std::string& file,
       by_phase[phases.at(i).get<std::string>()].push_back(i);
     }
     for (const auto& [phase, steps] : by_phase) {
+      c.gradient_kind[type][phase] =
+          median_over(steady(steps), [&](size_t i) { return times.slowest(i, "gradient_s"); });
       c.optimizer_s[type][phase] =
           median_over(steady(steps), [&](size_t i) { return times.arithmetic(i); });
       // Not the slowest worker's comm_s: that column is the most any worker waited, which

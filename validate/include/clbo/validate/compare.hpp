@@ -54,7 +54,9 @@ struct ClusterMeasurements {
 };
 
 // Compute of a worker while `ranks` workers compute at once, from a calibration run (clbo
-// train): the gradient of batch_per_worker examples, and per optimizer and phase the
+// train): the gradient of batch_per_worker examples (pooled over every step, and per optimizer
+// and phase: a step's gradient ends with the loss gather, so it holds what the step before
+// left unequal between the workers, which differs by kind), and per optimizer and phase the
 // optimizer's arithmetic (its step less communication and compression kernels, each worker's
 // own, averaged over the workers, where the run timed every worker), each the median over the
 // steps after the first. `how`: which run measured it, for the results.
@@ -65,10 +67,11 @@ struct ClusterMeasurements {
 // collectives cost the CPUs (software, scheduling on shared cores, waits for ranks still
 // computing): the floor of the step's communication on the cluster.
 struct Calibration {
-  int ranks = 1;  // how many computed at once (the run's workers)
-  double gradient_s = 0;
-  nlohmann::json optimizer_s;   // {type: {phase: seconds}}
-  nlohmann::json comm_floor_s;  // {type: {phase: seconds}}; absent kinds have no floor
+  int ranks = 1;                 // how many computed at once (the run's workers)
+  double gradient_s = 0;         // pooled over every step after the first of every run
+  nlohmann::json gradient_kind;  // {type: {phase: seconds}}: the same, per optimizer and phase
+  nlohmann::json optimizer_s;    // {type: {phase: seconds}}
+  nlohmann::json comm_floor_s;   // {type: {phase: seconds}}; absent kinds have no floor
   std::string how;
   nlohmann::json to_json() const;
 };
