@@ -292,6 +292,8 @@ void repeatability_table(Document& doc, const ResultsFile& f) {
       "same way in every run. median / max |error| (steps: within ±15%).",
       f.path, f.doc.value("runs", json::array()).size(),
       count(f.doc.value("cases_in_every_run", json())));
+  for (const json& w : f.doc.value("warnings", json::array()))
+    if (w.is_string()) t.caption += " Warning: " + w.get<std::string>() + ".";
   t.header = {"group", "cases", "spread median / max", "run", "other runs' median", "simulator"};
   t.right_align = {false, true, true, false, true, true};
   auto cell = [](const json& st) {

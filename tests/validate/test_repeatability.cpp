@@ -61,6 +61,32 @@ TEST(ValidateRepeatability, EachRunIsScoredAgainstTheOtherRunsMedian) {
   EXPECT_EQ(g["simulator_over_runs"]["same_sign_in_every_run"], 0) << "-0.05 among +0.10, +0.30";
 }
 
+// Runs measured on machines whose facts differ are compared, with a warning that names them:
+// their other runs' median holds the machines' difference, not only the noise.
+TEST(ValidateRepeatability, RunsOfDifferentMachinesAreNamedInAWarning) {
+  auto on = [](ValidationRun r, const char* kernel) {
+    r.doc["machine"] = {{"cpus", 2}, {"facts", {{"cpu_model", "AMD EPYC"}, {"kernel", kernel}}}};
+    return r;
+  };
+  const json same = repeatability(grid(), {on(run("a", {op_case("c", 1, 1.0, 0.1)}), "v1"),
+                                           on(run("b", {op_case("c", 1, 1.1, 0.0)}), "v1")});
+  EXPECT_TRUE(same["warnings"].empty());
+  EXPECT_EQ(same["runs"][0]["machine"]["kernel"], "v1");
+  const json two = repeatability(grid(), {on(run("a", {op_case("c", 1, 1.0, 0.1)}), "v1"),
+                                          on(run("b", {op_case("c", 1, 1.1, 0.0)}), "v1"),
+                                          on(run("c", {op_case("c", 1, 3.0, 0.0)}), "v2")});
+  ASSERT_EQ(two["warnings"].size(), 1u);
+  const std::string w = two["warnings"][0];
+  EXPECT_NE(w.find("2 machines"), std::string::npos) << w;
+  EXPECT_NE(w.find("a, b on"), std::string::npos) << w;
+  EXPECT_NE(w.find("c on"), std::string::npos) << w;
+  EXPECT_EQ(repeatability_table(two).rfind("warning: the runs come from 2 machines", 0), 0u);
+  // A run without a machine record (a hand-made file) is not counted as another machine.
+  EXPECT_TRUE(repeatability(grid(), {on(run("a", {op_case("c", 1, 1.0, 0.1)}), "v1"),
+                                     run("b", {op_case("c", 1, 1.1, 0.0)})})["warnings"]
+                  .empty());
+}
+
 // Groups follow the summary's: op family and bound (the first run's), steps apart with the
 // count within the target's band; a case not in every run is left out and named.
 TEST(ValidateRepeatability, GroupsFollowTheSummaryAndMissingCasesAreNamed) {

@@ -1,6 +1,7 @@
 #include "clbo/validate/repeatability.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,29 @@ double positive_number(const json& k, const char* field, const std::string& file
                          (std::string(field) == "measured_s" ? "positive " : "finite ") +
                          "number (a complete clbo validate result)");
   return v->get<double>();
+}
+
+// The other runs' median is the run-to-run noise only where every run was measured on one
+// machine: runs of two machines differ by the machines as well (seen: a machine whose
+// streaming kernels ran 3-4x faster put 48 of 96 steps outside +-15% of the other machine's
+// runs). The runs' machine.facts (CPU model, kernel, idle driver) tell machines apart where
+// they differ; equal facts do not prove one machine.
+json machine_warnings(const json& runs) {
+  std::map<std::string, std::vector<std::string>> by_facts;
+  for (const json& r : runs)
+    if (!r["machine"].is_null()) by_facts[r["machine"].dump()].push_back(r["file"]);
+  json out = json::array();
+  if (by_facts.size() > 1) {
+    std::string which;
+    for (const auto& [facts, files] : by_facts)
+      which += fmt::format("{}{} on {}", which.empty() ? "" : "; ", fmt::join(files, ", "), facts);
+    out.push_back(fmt::format(
+        "the runs come from {} machines (their machine.facts differ: {}): each run's other "
+        "runs' median then holds the machines' difference as well as the run-to-run noise; "
+        "compare the runs of one machine",
+        by_facts.size(), which));
+  }
+  return out;
 }
 
 // One run's cases by key, checked.
@@ -135,11 +159,14 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
     by_key.push_back(cases_by_key(run));
     const json& res = run.doc.value("resimulated", json());
     const json& env = run.doc.contains("environment") ? run.doc["environment"] : json();
+    const json& machine = run.doc.contains("machine") ? run.doc["machine"] : json();
     runs_json.push_back(
         {{"file", run.file},
          {"git_hash", env.is_object() ? env.value("git_hash", json()) : json()},
-         {"resimulated_from", res.is_object() ? res.value("work_folder", json()) : json()}});
+         {"resimulated_from", res.is_object() ? res.value("work_folder", json()) : json()},
+         {"machine", machine.is_object() ? machine.value("facts", json()) : json()}});
   }
+  const json warnings = machine_warnings(runs_json);
 
   // Cases in every run, in the first run's order; the others are counted and named.
   std::map<std::string, GroupErrors> groups;
@@ -210,6 +237,7 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
   return {{"schema", "clbo.validate.repeatability/1"},
           {"config", config},
           {"runs", runs_json},
+          {"warnings", warnings},
           {"cases_in_every_run", cases.size()},
           {"cases_left_out", left_out},
           {"groups", groups_json},
@@ -238,7 +266,10 @@ json repeatability(const json& config, const std::vector<ValidationRun>& runs) {
 }
 
 std::string repeatability_table(const json& r) {
-  std::string out = fmt::format(
+  std::string out;
+  if (r.contains("warnings"))
+    for (const json& w : r["warnings"]) out += "warning: " + w.get<std::string>() + "\n";
+  out += fmt::format(
       "the grid measured {} times: {} cases in every run, {} left out\n"
       "{:<28} {:>5} {:>16}  {:<34} {:>22} {:>22}\n",
       r["runs"].size(), r["cases_in_every_run"].get<size_t>(), r["cases_left_out"].size(), "group",

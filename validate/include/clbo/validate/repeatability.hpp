@@ -19,6 +19,8 @@
 // And per group, the simulator over the runs: each case's rel_error, median over the runs
 // (the model against the case's typical measurement), scored the same way, with the count of
 // cases whose error has one sign in every run (a bias of the model's, not noise).
+// Each run records its machine.facts; runs whose facts differ were measured on different
+// machines, and `warnings` says so: their other runs' median is not the noise alone.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
