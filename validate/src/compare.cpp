@@ -325,6 +325,15 @@ void op_cases(const ClusterMeasurements& m, const sim::ClusterSpec& preset,
   }
 }
 
+// The calibration's value for one optimizer and phase ({type: {phase: value}}), or null
+// where it did not run that kind.
+const nlohmann::json* of_kind(const nlohmann::json& by_kind, const std::string& type,
+                              const std::string& phase) {
+  if (!by_kind.is_object() || !by_kind.contains(type) || !by_kind[type].contains(phase))
+    return nullptr;
+  return &by_kind[type][phase];
+}
+
 void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
                 const sim::ClusterSpec& preset, const sim::KernelModel& km, double factor,
                 const AllPairs& all_pairs, const Calibration& cal,
@@ -350,11 +359,8 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
   // Between its collectives a rank keeps the parameters, the gradient and two moments live.
   setup.expand.resident_bytes_per_rank = 16.0 * static_cast<double>(workload->layout.total());
   setup.compute.gpu = "CPU";
-  // The gradient is one pass: charge it as forward, none as backward.
-  setup.compute.fwd_per_sample_s =
-      cal.gradient_s * factor / static_cast<double>(s.steps.batch_per_worker);
-  setup.compute.origin = "measured: the calibration run's gradient of the step's kind" +
-                         std::string(factor != 1 ? " x the CPU contention" : "");
+  // The gradient is one pass, charged as forward and none as backward: each case's own
+  // (Pending::gradient_s), set where the case is scored.
 
   struct Pending {
     nlohmann::json k;
@@ -404,19 +410,17 @@ void step_cases(const ValidationSpec& s, const ClusterMeasurements& m,
       k["measured_steps"] = used.size();
       k["measured_parts"] = parts;
       if (times.per_worker()) k["measured_worker_parts"] = worker_parts(times, used);
-      const nlohmann::json& opt =
-          cal.optimizer_s.contains(type) ? cal.optimizer_s[type] : nlohmann::json::object();
-      const double opt_s = opt.contains(phase) ? opt[phase].get<double>() : 0.0;
-      nlohmann::json floor = nullptr;
-      if (has_floor && cal.comm_floor_s.contains(type) && cal.comm_floor_s[type].contains(phase))
-        floor = cal.comm_floor_s[type][phase];
+      const nlohmann::json* opt = of_kind(cal.optimizer_s, type, phase);
+      const double opt_s = opt ? opt->get<double>() : 0.0;
+      const nlohmann::json* floor_of_kind = of_kind(cal.comm_floor_s, type, phase);
+      const nlohmann::json floor =
+          has_floor && floor_of_kind ? *floor_of_kind : nlohmann::json(nullptr);
       // The kind's own gradient where the calibration ran it: a step's gradient phase ends
       // with a gather, so it holds what the step before left unequal between the workers,
-      // and that differs by kind (0/1 Adam's sync steps follow local steps, which wait for
-      // nothing). Else the gradient pooled over every step.
-      const nlohmann::json& grad =
-          cal.gradient_kind.contains(type) ? cal.gradient_kind[type] : nlohmann::json::object();
-      const double grad_s = grad.contains(phase) ? grad[phase].get<double>() : cal.gradient_s;
+      // which differs by kind (what comes before it: 0/1 Adam's last sync step follows local
+      // steps, which wait for nothing). Else the gradient pooled over every step.
+      const nlohmann::json* grad = of_kind(cal.gradient_kind, type, phase);
+      const double grad_s = grad ? grad->get<double>() : cal.gradient_s;
       pending.push_back({k, kind, opt_s * factor, grad_s * factor, floor,
                          job_compute(run, used, where + ", run " + type)});
       progs.push_back(sim::step_program(kind, setup));
