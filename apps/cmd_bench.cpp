@@ -16,6 +16,8 @@
 #include "child_process.hpp"
 #include "clbo/core/config.hpp"
 #include "clbo/core/error.hpp"
+#include "clbo/core/input_file.hpp"
+#include "clbo/core/json_reader.hpp"
 #include "clbo/core/output_file.hpp"
 #include "clbo/core/results.hpp"
 #include "cli.hpp"
@@ -80,7 +82,9 @@ int run_to_json(const fs::path& bin, const std::string& name, std::vector<std::s
   }
   nlohmann::json raw_json;
   try {
-    raw_json = clbo::load_json_file(raw.string());
+    raw_json = clbo::parse_json(clbo::bench::with_nonfinite_as_null(clbo::read_input_file(
+                                    raw.string(), clbo::JsonReadOptions{}.max_bytes)),
+                                raw.string());
   } catch (...) {
     fs::remove(raw, ec);
     throw;

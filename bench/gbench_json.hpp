@@ -5,6 +5,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clbo/core/error.hpp"
@@ -12,6 +13,42 @@
 namespace clbo::bench {
 
 inline constexpr const char* kKernelBenchSchema = "clbo.bench.kernels/2";
+
+// Google Benchmark's JSON reporter (1.7.1) writes a non-finite number as a bare NaN, -NaN,
+// Infinity or -Infinity, which no JSON parser takes: with --benchmark_repetitions the cv
+// aggregate of a counter that is 0 in every repetition is 0/0. `text` with each such value
+// (outside strings) written as null, which is what it is: no number.
+inline std::string with_nonfinite_as_null(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (std::string_view token : {"-Infinity", "Infinity", "-NaN", "NaN"})
+      if (text.substr(i, token.size()) == token) {
+        out += "null";
+        i += token.size() - 1;
+        replaced = true;
+        break;
+      }
+    if (!replaced) out += c;
+  }
+  return out;
+}
 
 // `raw` as Google Benchmark wrote it to `file` for `binary` run with `args`; throws when it is
 // not Google Benchmark JSON.

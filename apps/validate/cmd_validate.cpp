@@ -271,7 +271,10 @@ int run_validate(const Args& a) {
   say("measuring the CPU compression kernels (clbo bench kernels --cpu)");
   const fs::path kdir = work.path() / "kernels";
   const std::string klog = (work.path() / "kernels.log").string();
-  must_succeed(run({self, "bench", "kernels", "--cpu", "-o", kdir.string(), kKernelFilter}, klog),
+  must_succeed(run({self, "bench", "kernels", "--cpu", "-o", kdir.string(), kKernelFilter,
+                    fmt::format("--benchmark_repetitions={}", kKernelBenchRepetitions),
+                    fmt::format("--benchmark_min_time={}", kKernelBenchMinTime_s)},
+                   klog),
                "clbo bench kernels", klog);
 
   // 1b. The streaming kernels' contention: p copies of one streaming kernel at once, for each
@@ -293,6 +296,7 @@ int run_validate(const Args& a) {
       argvs.push_back({self, "bench", "kernels", "--cpu", "-o", dirs.back().string(),
                        "--no_reference", "--benchmark_filter=" + streaming_probe_filter(probe),
                        fmt::format("--iterations={}", iterations),
+                       fmt::format("--benchmark_repetitions={}", kContentionRepetitions),
                        fmt::format("--start_barrier={},{}", barrier.string(), p)});
     }
     size_t failed = 0;

@@ -58,4 +58,21 @@ TEST(BenchKernelsJson, AnythingElseIsAnError) {
         << bad;
 }
 
+// With --benchmark_repetitions, Google Benchmark 1.7.1 writes the cv of a counter that is 0 in
+// every repetition as a bare NaN: the file must still read, the value as null, and a string
+// that spells NaN must stay as it is.
+TEST(BenchKernelsJson, NonFiniteNumbersReadAsNull) {
+  const std::string text = R"({"benchmarks": [{"name": "BM_x/NaN\"Infinity", "in_cache": NaN,
+    "a": -NaN, "b": Infinity, "c": [-Infinity, 1.5], "d": "NaN"}]})";
+  const auto j = nlohmann::json::parse(clbo::bench::with_nonfinite_as_null(text));
+  const auto& b = j["benchmarks"][0];
+  EXPECT_EQ(b["name"], "BM_x/NaN\"Infinity");
+  EXPECT_TRUE(b["in_cache"].is_null());
+  EXPECT_TRUE(b["a"].is_null());
+  EXPECT_TRUE(b["b"].is_null());
+  EXPECT_EQ(b["c"], nlohmann::json::parse("[null, 1.5]"));
+  EXPECT_EQ(b["d"], "NaN");
+  EXPECT_FALSE(nlohmann::json::accept(text)) << "Google Benchmark's text is not JSON as written";
+}
+
 }  // namespace

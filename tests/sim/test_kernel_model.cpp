@@ -52,6 +52,28 @@ TEST(KernelModel, EachKernelAtItsLargestSizeAndTheServerByP) {
   EXPECT_EQ(k.to_json()["measured"]["server_items_per_s_by_p"]["8"], 3e8);
 }
 
+// --benchmark_repetitions: each benchmark counts by its median repetition, a measured row
+// (its own counters), never by an aggregate; one dipped repetition moves nothing.
+TEST(KernelModel, RepeatedBenchmarksCountByTheirMedianRepetition) {
+  nlohmann::json b = {{"benchmarks", nlohmann::json::array()}};
+  for (double eps : {5e8, 3e8, 6e8, 5.5e8, 5.2e8})
+    b["benchmarks"].push_back(row("BM_compress_fused/67108864/real_time", eps));
+  for (double eps : {4e9, 2e9, 4.4e9, 4.2e9})
+    b["benchmarks"].push_back(row("BM_unpack_scale/67108864/real_time", eps));
+  b["benchmarks"].push_back({{"name", "BM_compress_fused/67108864/real_time_median"},
+                             {"run_type", "aggregate"},
+                             {"aggregate_name", "median"},
+                             {"items_per_second", 1.0}});
+  const auto rows = median_iteration_rows(b["benchmarks"]);
+  ASSERT_EQ(rows.size(), 2u) << "one row per benchmark, in order";
+  EXPECT_EQ(rows[0], &b["benchmarks"][4]) << "the middle of five, the row itself";
+  KernelModel k;
+  load_kernel_bench(k, b, "k.json");
+  EXPECT_DOUBLE_EQ(k.compress_eps, 5.2e8);
+  EXPECT_DOUBLE_EQ(k.unpack_eps, 4e9) << "of four: the slower of the middle two";
+  EXPECT_TRUE(median_iteration_rows(nlohmann::json::object()).empty());
+}
+
 TEST(KernelModel, CudaNamesAreUnnamedArgumentsAndAFileWithoutKernelsIsRefused) {
   KernelModel k;
   load_kernel_bench(k,

@@ -34,15 +34,27 @@ std::string without_iterations(std::string name) {
   return name.erase(at, end - at);
 }
 
-// items_per_second of the iteration row named `name`.
+// items_per_second of the iteration row named `name`: of its median repetition where it ran
+// more than once (sim::median_iteration_rows).
 double rate_of(const nlohmann::json& bench, const std::string& name, const std::string& file) {
-  for (const auto& b : benchmarks_of(bench, file))
-    if (without_iterations(b.value("name", "")) == name &&
-        b.value("run_type", "iteration") == "iteration" && b.contains("items_per_second") &&
-        b["items_per_second"].is_number() && b["items_per_second"].get<double>() > 0)
-      return b["items_per_second"].get<double>();
+  for (const nlohmann::json* b : sim::median_iteration_rows(benchmarks_of(bench, file)))
+    if (without_iterations((*b)["name"].get<std::string>()) == name)
+      return (*b)["items_per_second"].get<double>();
   throw InputError(file, "benchmarks", name,
                    "no iteration row of this name with a positive items_per_second");
+}
+
+// items_per_second of every repetition of the iteration row named `name`, in their order.
+std::vector<double> repetition_rates(const nlohmann::json& bench, const std::string& name,
+                                     const std::string& file) {
+  std::vector<double> rates;
+  for (const auto& b : benchmarks_of(bench, file))
+    if (b.is_object() && b.contains("name") && b["name"].is_string() &&
+        without_iterations(b["name"].get<std::string>()) == name &&
+        b.value("run_type", "iteration") == "iteration" && b.contains("items_per_second") &&
+        b["items_per_second"].is_number())
+      rates.push_back(b["items_per_second"].get<double>());
+  return rates;
 }
 
 }  // namespace
@@ -101,7 +113,8 @@ int64_t contention_iterations(const nlohmann::json& kernel_bench, const std::str
   const double n = first == std::string::npos ? 0 : std::atof(name.c_str() + first + 1);
   if (!(n > 0))
     throw InputError(file, "benchmarks", name, "expected the element count after the family");
-  return std::max<int64_t>(3, static_cast<int64_t>(std::ceil(kContentionAloneTime_s * eps / n)));
+  return std::max<int64_t>(3, static_cast<int64_t>(std::ceil(kContentionAloneTime_s * eps / n /
+                                                             kContentionRepetitions)));
 }
 
 std::vector<int> contention_rank_counts(const ValidationSpec& spec) {
@@ -120,18 +133,27 @@ nlohmann::json streaming_contention_record(const std::string& name, const nlohma
     if (runs.size() != static_cast<size_t>(p))
       throw Error(fmt::format("{}: {} copies recorded for p = {}", file, runs.size(), p));
     std::vector<double> eps;
-    for (const auto& r : runs) eps.push_back(rate_of(r, name, file));
+    nlohmann::json repetitions = nlohmann::json::array();
+    for (const auto& r : runs) {
+      eps.push_back(rate_of(r, name, file));
+      repetitions.push_back(repetition_rates(r, name, file));
+    }
     const double mid = median(eps);
-    by_ranks[std::to_string(p)] = {
-        {"copies_eps", eps}, {"median_eps", mid}, {"factor", alone_eps / mid}};
+    by_ranks[std::to_string(p)] = {{"copies_eps", eps},
+                                   {"copies_repetitions_eps", repetitions},
+                                   {"median_eps", mid},
+                                   {"factor", alone_eps / mid}};
   }
   return {{"benchmark", name},
           {"alone_time_s", kContentionAloneTime_s},
+          {"repetitions", kContentionRepetitions},
           {"alone_eps", alone_eps},
+          {"alone_repetitions_eps", repetition_rates(alone, name, file)},
           {"by_ranks", by_ranks},
           {"definition",
            "factor = alone_eps / median_eps: how much slower the median of p copies run at once "
-           "is than one copy alone"}};
+           "is than one copy alone; each copy's rate (and alone_eps) is the median of its "
+           "repetitions"}};
 }
 
 double streaming_contention(const nlohmann::json& record, int ranks, const std::string& file) {

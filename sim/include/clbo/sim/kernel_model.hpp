@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace clbo::sim {
 
@@ -77,11 +78,23 @@ struct KernelModel {
 // "items_per_second") into k: BM_compress_fused/BM_Compress, BM_unpack_scale/BM_Unpack,
 // BM_server_step/BM_ServerStep (by p where named), BM_compact/BM_MaskCompact,
 // BM_random_mask/BM_RandomMask, each at its largest size: the rate streaming from memory.
+// A benchmark run with --benchmark_repetitions counts by its median repetition
+// (median_iteration_rows).
 // The first three's in-cache rows (counter in_cache = 1) fill the Cached rates, and the
 // context's llc_bytes_sysfs (else llc_bytes) llc_bytes; the cache model stays off until the
 // caller sets llc_sharers (docs/validation.md, "Kernel rates"). Kernels missing from the
 // file keep the roofline.
 void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::string& file);
+
+// One row per benchmark of a Google Benchmark "benchmarks" array, in the order of first
+// appearance: its iteration row or, run with --benchmark_repetitions, the repetition whose
+// items_per_second is the median (of an odd count the middle one, of an even count the slower
+// of the middle two: always a measured row, its counters its own). Aggregate rows (mean,
+// median, stddev, cv) and rows without a positive items_per_second are left out. Why the
+// median: on a VM sharing its host's memory, a streaming kernel's rate dips by up to a third
+// for tenths of a second to seconds (docs/validation.md, "Kernel rates"), and one repetition
+// is one draw of that.
+std::vector<const nlohmann::json*> median_iteration_rows(const nlohmann::json& benchmarks);
 
 // The Google Benchmark document of a kernel benchmark file: `clbo bench kernels` writes it as
 // it is (clbo.bench.kernels/2); earlier versions wrapped it in a clbo.bench.kernels/1

@@ -24,6 +24,18 @@ namespace clbo::validate {
 // copies at once overlap for all but the last iteration or so.
 constexpr double kContentionAloneTime_s = 1.0;
 
+// That time in this many repetitions (--benchmark_repetitions), each copy's rate the median
+// of its own: a streaming kernel's rate on a VM dips by up to a third for tenths of a second
+// to seconds (docs/validation.md, "Kernel rates"), and one run of a second is one draw.
+constexpr int kContentionRepetitions = 5;
+
+// The repetitions of the kernel benchmark alone that the model's rates come from, each rate
+// its benchmark's median repetition (sim::median_iteration_rows), for the same reason, and
+// the seconds each repetition times at least (--benchmark_min_time; clbo's default is 0.2 s
+// for one run): five of 0.1 s cost the grid about 13 s more than one of 0.2 s.
+constexpr int kKernelBenchRepetitions = 5;
+constexpr double kKernelBenchMinTime_s = 0.1;
+
 // The benchmark the measurement repeats: the fused compress at its streaming size, the
 // BM_compress_fused row of the alone benchmark that did not run in cache. Throws naming the
 // file when there is none.
@@ -39,8 +51,9 @@ double streaming_probe_bytes(const nlohmann::json& kernel_bench, const std::stri
 // The Google Benchmark filter that runs that benchmark alone.
 std::string streaming_probe_filter(const std::string& name);
 
-// The iterations each copy times (bench_kernels_cpu --iterations): enough for one copy alone
-// to run kContentionAloneTime_s at the alone benchmark's rate, and at least 3.
+// The iterations each copy times per repetition (bench_kernels_cpu --iterations): enough for
+// one copy alone to run kContentionAloneTime_s over kContentionRepetitions repetitions at the
+// alone benchmark's rate, and at least 3.
 int64_t contention_iterations(const nlohmann::json& kernel_bench, const std::string& name,
                               const std::string& file);
 
@@ -49,6 +62,8 @@ std::vector<int> contention_rank_counts(const ValidationSpec& spec);
 
 // The record of one measurement: the probe's rate alone (one copy's `clbo bench kernels`
 // JSON) and, for each p, the p copies' rates, their median and the factor alone / median.
+// Each rate is the median of that run's repetitions; every repetition's rate is recorded
+// (alone_repetitions_eps, copies_repetitions_eps).
 nlohmann::json streaming_contention_record(const std::string& name, const nlohmann::json& alone,
                                            const std::map<int, std::vector<nlohmann::json>>& copies,
                                            const std::string& file);
