@@ -32,7 +32,7 @@ constexpr int kContentionRepetitions = 5;
 // The repetitions of the kernel benchmark alone that the model's rates come from, each rate
 // its benchmark's median repetition (sim::median_iteration_rows), for the same reason, and
 // the seconds each repetition times at least (--benchmark_min_time; clbo's default is 0.2 s
-// for one run): five of 0.1 s cost the grid about 13 s more than one of 0.2 s.
+// for one run): five of 0.1 s cost a full grid about 10 s more than one of 0.2 s.
 constexpr int kKernelBenchRepetitions = 5;
 constexpr double kKernelBenchMinTime_s = 0.1;
 
