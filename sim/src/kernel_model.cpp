@@ -164,23 +164,26 @@ BenchArgs bench_args(const std::string& name) {
 
 }  // namespace
 
-std::vector<const nlohmann::json*> median_iteration_rows(const nlohmann::json& benchmarks) {
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const nlohmann::json*>> by_name;
-  if (!benchmarks.is_array()) return {};
+std::vector<std::vector<const nlohmann::json*>> iteration_rows_by_benchmark(
+    const nlohmann::json& benchmarks) {
+  std::vector<std::vector<const nlohmann::json*>> groups;
+  std::map<std::string, size_t> group_of;
+  if (!benchmarks.is_array()) return groups;
   for (const auto& b : benchmarks) {
     if (!b.is_object() || !b.contains("name") || !b["name"].is_string()) continue;
     if (b.value("run_type", "iteration") != "iteration" || !b.contains("items_per_second") ||
         !b["items_per_second"].is_number() || !(b["items_per_second"].get<double>() > 0))
       continue;
-    const std::string name = b["name"].get<std::string>();
-    auto& rows = by_name[name];
-    if (rows.empty()) order.push_back(name);
-    rows.push_back(&b);
+    const auto [at, added] = group_of.emplace(b["name"].get<std::string>(), groups.size());
+    if (added) groups.emplace_back();
+    groups[at->second].push_back(&b);
   }
+  return groups;
+}
+
+std::vector<const nlohmann::json*> median_iteration_rows(const nlohmann::json& benchmarks) {
   std::vector<const nlohmann::json*> out;
-  for (const std::string& name : order) {
-    std::vector<const nlohmann::json*> rows = by_name[name];
+  for (std::vector<const nlohmann::json*> rows : iteration_rows_by_benchmark(benchmarks)) {
     auto rate = [](const nlohmann::json* r) { return (*r)["items_per_second"].get<double>(); };
     // Ties keep the repetitions' order, so the choice does not depend on the sort.
     std::stable_sort(rows.begin(), rows.end(),
@@ -232,9 +235,10 @@ void load_kernel_bench(KernelModel& k, const nlohmann::json& wrapped, const std:
       {{"BM_random_mask", "BM_RandomMask"}, &k.mask_eps, nullptr}};
   int found = 0;
   std::map<int, long> server_size_by_p, cached_size_by_p;
+  const std::vector<const nlohmann::json*> rows = median_iteration_rows(bench["benchmarks"]);
   for (const Want& w : wants) {
     long best_size = -1, cached_size = -1;
-    for (const nlohmann::json* row : median_iteration_rows(bench["benchmarks"])) {
+    for (const nlohmann::json* row : rows) {
       const nlohmann::json& b = *row;
       const std::string name = b["name"].get<std::string>();
       const std::string base = name.substr(0, name.find('/'));

@@ -44,16 +44,14 @@ double rate_of(const nlohmann::json& bench, const std::string& name, const std::
                    "no iteration row of this name with a positive items_per_second");
 }
 
-// items_per_second of every repetition of the iteration row named `name`, in their order.
+// items_per_second of every repetition of the iteration row named `name`, in their order (the
+// rows rate_of takes the median of).
 std::vector<double> repetition_rates(const nlohmann::json& bench, const std::string& name,
                                      const std::string& file) {
   std::vector<double> rates;
-  for (const auto& b : benchmarks_of(bench, file))
-    if (b.is_object() && b.contains("name") && b["name"].is_string() &&
-        without_iterations(b["name"].get<std::string>()) == name &&
-        b.value("run_type", "iteration") == "iteration" && b.contains("items_per_second") &&
-        b["items_per_second"].is_number())
-      rates.push_back(b["items_per_second"].get<double>());
+  for (const auto& rows : sim::iteration_rows_by_benchmark(benchmarks_of(bench, file)))
+    if (without_iterations(rows.front()->at("name").get<std::string>()) == name)
+      for (const nlohmann::json* r : rows) rates.push_back((*r)["items_per_second"].get<double>());
   return rates;
 }
 

@@ -96,6 +96,12 @@ void load_kernel_bench(KernelModel& k, const nlohmann::json& bench, const std::s
 // is one draw of that.
 std::vector<const nlohmann::json*> median_iteration_rows(const nlohmann::json& benchmarks);
 
+// The rows median_iteration_rows chooses from: per benchmark, in the order of first
+// appearance, its iteration rows with a positive items_per_second in the file's order (one
+// per repetition).
+std::vector<std::vector<const nlohmann::json*>> iteration_rows_by_benchmark(
+    const nlohmann::json& benchmarks);
+
 // The Google Benchmark document of a kernel benchmark file: `clbo bench kernels` writes it as
 // it is (clbo.bench.kernels/2); earlier versions wrapped it in a clbo.bench.kernels/1
 // envelope under "benchmark" (results/SCHEMA.md). The one place that unwraps it.
