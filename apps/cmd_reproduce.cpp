@@ -621,9 +621,8 @@ clbo::cli::Registrar reg(
     [](CLI::App& sub) {
       auto o = std::make_shared<Options>();
       sub.add_flag("--full", o->full,
-                   "run every convergence experiment (about 10 min on an idle 2-core machine) and "
-                   "regenerate "
-                   "results/convergence/SUMMARY.md");
+                   "run every convergence experiment (about 33 min on an idle 2-core machine, "
+                   "docs/convergence.md \"Time\") and regenerate results/convergence/SUMMARY.md");
       sub.add_option("--root", o->root,
                      "tree whose experiments/ (and report/plots/ scripts) are read (default: the "
                      "current folder if it has experiments/, else the source tree)");
