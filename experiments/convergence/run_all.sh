@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 CLBO=${1:-build/bin/clbo}
 # Every experiment but the smoke subset, in file-name order as `clbo reproduce --full` runs them.
-SET=(adam_family adam_family_2x compression_granularity deepspeed_defaults lamb_family lamb_family_2x
-     zero_one_adam_ablation)
+SET=(adam_family adam_family_2x adam_family_shifted compression_granularity deepspeed_defaults
+     lamb_family lamb_family_2x lamb_family_shifted zero_one_adam_ablation)
 for name in "${SET[@]}"; do
   echo "load before $name: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   TIMEFORMAT="$name: %U s user, %S s sys, %R s wall"

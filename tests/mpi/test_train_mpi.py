@@ -51,9 +51,11 @@ def main():
         {"label": "SLAMB", "optimizer": {"type": "Slamb", "params": {"lr": 1e-2,
                                                                       "local_steps": 3}}},
     ]
+    # random_shift: each example's shift is keyed by its position in the global batch, so a
+    # rank that computes only its own worker must draw the same shifts as the local backend.
     exp = {"description": "test_train_mpi", "model": "mlp_small", "batch_size": 256,
            "workers": 4, "micro_batch": 32, "steps": 8, "eval_every": 4, "seeds": [3],
-           "runs": runs}
+           "random_shift": 1, "runs": runs}
     path = os.path.join(work, "exp.json")
     json.dump(exp, open(path, "w"))
     local, mpi = os.path.join(work, "local.json"), os.path.join(work, "mpi.json")

@@ -17,6 +17,7 @@
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/plan/plan.hpp"
 #include "clbo/schedule/config.hpp"
+#include "clbo/train/augment.hpp"
 #include "clbo/train/model.hpp"
 #include "clbo/train/parallel.hpp"
 #include "freeze_watch.hpp"
@@ -92,8 +93,16 @@ Evaluation evaluate(const Model<float>& model, const float* params, const ImageS
 // hosts (local index r is worker first + r); see trainer.hpp for the fixed summation order.
 class GradientEngine {
  public:
+  // Random shift of the training images (augment.hpp): up to max_shift pixels, vacated pixels
+  // take `fill` (the standardized value of a black pixel), offsets keyed by (seed, step).
+  struct Shift {
+    int max_shift = 0;
+    float fill = 0.f;
+    uint64_t seed = 0;
+  };
+
   GradientEngine(const Model<float>& model, const ImageSet& train, int first, int p, size_t shard,
-                 size_t micro, int threads)
+                 size_t micro, int threads, Shift shift)
       : model_(model),
         train_(train),
         first_(static_cast<size_t>(first)),
@@ -102,7 +111,8 @@ class GradientEngine {
         micro_(std::min(micro, shard)),
         chunks_((shard + micro_ - 1) / micro_),
         threads_(std::max(threads, 1)),
-        n_(model.num_params()) {
+        n_(model.num_params()),
+        shift_(shift) {
     // Few workers: split each worker's chunks over the threads (one buffer per chunk).
     // Many workers: one worker per thread at a time, folding chunks into one scratch buffer.
     split_chunks_ = p_ < threads_;
@@ -118,8 +128,10 @@ class GradientEngine {
 
   // batch: B example indices; worker w takes [w·shard, (w+1)·shard). Returns the summed loss
   // of each hosted worker's shard (before its update).
-  std::vector<double> run(const uint32_t* batch, std::vector<std::vector<float>>& params,
+  std::vector<double> run(int64_t step, const uint32_t* batch,
+                          std::vector<std::vector<float>>& params,
                           std::vector<std::vector<float>>& grads) {
+    step_ = static_cast<uint64_t>(step);
     std::vector<double> worker_loss(static_cast<size_t>(p_));
     const float inv_shard = 1.0f / static_cast<float>(shard_);
     if (split_chunks_) {
@@ -180,7 +192,13 @@ class GradientEngine {
     uint8_t* y = y_buf_[th].data();
     for (size_t b = 0; b < len; ++b) {
       const size_t idx = batch[begin + b];
-      std::copy(train_.pixels.data() + idx * f, train_.pixels.data() + (idx + 1) * f, x + b * f);
+      const float* image = train_.pixels.data() + idx * f;
+      if (shift_.max_shift > 0)  // begin + b: the example's position in the global batch
+        shift_image(image, train_.rows, train_.cols,
+                    random_pixel_shift(shift_.seed, step_, begin + b, shift_.max_shift),
+                    shift_.fill, x + b * f);
+      else
+        std::copy(image, image + f, x + b * f);
       y[b] = train_.labels[idx];
     }
     return model_.loss_and_grad(params, x, y, len, out);
@@ -193,6 +211,8 @@ class GradientEngine {
   size_t shard_, micro_, chunks_;
   int threads_;
   size_t n_;
+  Shift shift_;
+  uint64_t step_ = 0;
   bool split_chunks_ = false;
   std::vector<std::vector<float>> grad_buf_, x_buf_;
   std::vector<std::vector<uint8_t>> y_buf_;
@@ -360,7 +380,8 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   std::vector<float> before;  // rank 0's parameters before the update, for the watch (root)
   std::vector<std::vector<float>> gathered;  // every worker's vectors, when hosted elsewhere
   GradientEngine engine(model, data.train, first, hosted, shard,
-                        static_cast<size_t>(spec.micro_batch), opts.threads);
+                        static_cast<size_t>(spec.micro_batch), opts.threads,
+                        {spec.random_shift, (0.0f - data.pixel_mean) / data.pixel_std, seed});
   std::vector<StepTimes> step_times;
   // Workers in processes of their own time their parts apart; then each worker's are kept
   // (hosted workers share one process's times, so there they would only repeat them).
@@ -409,7 +430,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
 
     const auto step0 = Clock::now();
     auto t0 = step0;
-    const std::vector<double> my_loss = engine.run(batch, params, grads);
+    const std::vector<double> my_loss = engine.run(t, batch, params, grads);
     const double my_grad_compute_s = seconds_since(t0);
     const std::vector<double> worker_loss = workers.gather(my_loss, 1);  // every worker's
     const double my_grad_s = seconds_since(t0);
@@ -675,6 +696,8 @@ nlohmann::json train_experiment(const ExperimentSpec& spec, const FashionMnist& 
       {"evaluated_params", spec.evaluate ? "replicated (all ranks equal, e.g. after a sync step), "
                                            "else the mean over the ranks"
                                          : "none (\"evaluate\": false)"}};
+  // Only when set, so that the documents of experiments without it stay as they were.
+  if (spec.random_shift > 0) result["resolved"]["random_shift_pixels"] = spec.random_shift;
   result["warnings"] = spec.warnings;
   std::unique_ptr<Workers> own;
   Workers* workers = opts.workers;

@@ -51,6 +51,9 @@ struct ExperimentSpec {
   // steps, where rank 0's evaluation would only keep the other ranks waiting).
   bool evaluate = true;
   int64_t micro_batch = 256;
+  // Random-shift augmentation: each training example moved by up to this many pixels in x and
+  // y (train/include/clbo/train/augment.hpp); 0 = none. The test set is never shifted.
+  int random_shift = 0;
   bool continue_after_nan = false;
   std::vector<uint64_t> seeds{1};
   std::vector<RunSpec> runs;
