@@ -621,7 +621,7 @@ clbo::cli::Registrar reg(
     [](CLI::App& sub) {
       auto o = std::make_shared<Options>();
       sub.add_flag("--full", o->full,
-                   "run every convergence experiment (about 41 min on an idle 2-core machine, "
+                   "run every convergence experiment (about 40 min on an idle 2-core machine, "
                    "docs/convergence.md \"Time\") and regenerate results/convergence/SUMMARY.md");
       sub.add_option("--root", o->root,
                      "tree whose experiments/ (and report/plots/ scripts) are read (default: the "

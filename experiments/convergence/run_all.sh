@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the committed convergence set (results/convergence/*.json) and regenerates
 # results/convergence/SUMMARY.md from the result files. The two families take 12.6 min on an idle
-# 2-core machine, everything 41 (docs/convergence.md, "Time"). Usage: experiments/convergence/run_all.sh
+# 2-core machine, everything 40 (docs/convergence.md, "Time"). Usage: experiments/convergence/run_all.sh
 # [path/to/clbo]. Each file's CPU and wall time and the load average go to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

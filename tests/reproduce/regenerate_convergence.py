@@ -4,7 +4,7 @@
     regenerate_convergence.py --clbo build/bin/clbo --source . [--full] [--keep DIR]
 
 Reruns `clbo train` on experiments/convergence/smoke.json (with --full: on every experiment
-there whose result is committed, about 41 minutes on two idle cores) in the source tree, into a
+there whose result is committed, about 40 minutes on two idle cores) in the source tree, into a
 temporary folder, and compares each result with the committed results/convergence/<name>.json,
 ignoring "timing" fields and the environment (compare_results.py). Training numerics do not
 depend on the CPU (docs/convergence.md, "Reproducible on any machine"), so this passes on any
