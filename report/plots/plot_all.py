@@ -54,6 +54,10 @@ FIGURES = [
     dict(name="convergence-lamb_family", script="convergence",
          input="convergence/lamb_family.json", options={},
          made_by="clbo train experiments/convergence/lamb_family.json"),
+    dict(name="convergence-gaps", script="convergence_gaps",
+         input="convergence/adam_family.json", options={},
+         made_by="experiments/convergence/run_all.sh (the families and their _2x and _shifted "
+         "files)"),
     dict(name="roofline", script="roofline", input="bench/kernels-cpu.json",
          options={"also": ["gpu/kernels-cuda.json"]},
          made_by="clbo reproduce (CPU kernel benchmarks)"),
