@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "clbo/core/error.hpp"
@@ -69,6 +69,8 @@ TEST(TrainAugment, OffsetsCoverTheSquareEvenlyAndFollowTheirKey) {
   EXPECT_NE(draws(1, 2, 0), draws(1, 3, 0));
   EXPECT_NE(draws(1, 2, 0), draws(1, 2, 64));
   EXPECT_NE(draws(1, uint64_t{1} << 32, 0), draws(1, 0, 0));  // the step's high word counts
+  EXPECT_THROW(random_pixel_shift(1, 2, 3, 9), std::invalid_argument);
+  EXPECT_THROW(random_pixel_shift(1, 2, 3, -1), std::invalid_argument);
   // No shift asked for: none drawn.
   const PixelShift none = random_pixel_shift(1, 2, 3, 0);
   EXPECT_EQ(none.dx, 0);
@@ -105,7 +107,7 @@ json train(const json& j, int threads) {
 TEST(TrainAugment, ShiftedTrainingIsDeterministicRecordedAndDifferent) {
   const json one = clbo::without_timing(train(experiment(2), 1));
   const json three = clbo::without_timing(train(experiment(2), 3));
-  EXPECT_EQ(one.dump(), three.dump());  // whole workers on 1 thread, chunks of one on 3
+  EXPECT_EQ(one.dump(), three.dump());  // whole workers on 1 thread, chunks split over threads on 3
   ASSERT_EQ(one["status"], "complete");
   EXPECT_EQ(one["resolved"]["random_shift_pixels"], 2);
 

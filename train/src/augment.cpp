@@ -1,17 +1,24 @@
 #include "clbo/train/augment.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "clbo/core/philox.hpp"
 
 namespace clbo::train {
 
 namespace {
-// A stream of its own: no other Philox user in clbo has this word in its counter.
+// A stream of its own: no other Philox user in clbo has this word in its counter (exactly so
+// for steps below 2^32, where the step's high word XORed into it is 0).
 constexpr uint32_t kShiftStream = 0x73686674u;  // "shft"
 }  // namespace
 
 PixelShift random_pixel_shift(uint64_t seed, uint64_t step, uint64_t batch_position,
                               int max_shift) {
-  if (max_shift <= 0) return {};
+  if (max_shift < 0 || max_shift > kMaxPixelShift)
+    throw std::invalid_argument("random_pixel_shift: max_shift " + std::to_string(max_shift) +
+                                " is outside 0.." + std::to_string(kMaxPixelShift));
+  if (max_shift == 0) return {};
   const Philox4x32 r = philox4x32_10(
       static_cast<uint32_t>(batch_position), static_cast<uint32_t>(batch_position >> 32),
       static_cast<uint32_t>(step), kShiftStream ^ static_cast<uint32_t>(step >> 32),
@@ -30,6 +37,10 @@ void shift_image(const float* in, size_t rows, size_t cols, PixelShift s, float 
       out[i * C + j] = (si >= 0 && si < R && sj >= 0 && sj < C) ? in[si * C + sj] : fill;
     }
   }
+}
+
+float black_pixel(float pixel_mean, float pixel_std) {
+  return (0 / 255.0f - pixel_mean) / pixel_std;  // as load_fashion_mnist standardizes
 }
 
 }  // namespace clbo::train

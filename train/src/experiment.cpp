@@ -14,6 +14,7 @@
 #include "clbo/optim/optimizer.hpp"
 #include "clbo/schedule/deepspeed_config.hpp"
 #include "clbo/schedule/schedule.hpp"
+#include "clbo/train/augment.hpp"
 #include "clbo/train/experiment.hpp"
 #include "clbo/train/model.hpp"
 
@@ -25,8 +26,6 @@ constexpr int kMaxWorkers = 64;
 // Bounds that keep a run finite: 10 million steps is weeks of CPU time for the smallest model.
 constexpr int64_t kMaxSteps = 10'000'000;
 constexpr int64_t kMaxBatch = int64_t{1} << 24;
-// A shift of more than 8 of 28 pixels moves most of a Fashion-MNIST item out of the picture.
-constexpr int64_t kMaxRandomShift = 8;
 
 // Reads {"warmup_fraction", "decay", "final_fraction"} over `base`.
 LrSchedule read_lr_schedule(const nlohmann::json& obj, const std::string& file,
@@ -319,7 +318,8 @@ ExperimentSpec parse_experiment(const nlohmann::json& j, const std::string& file
     r.fail("eval_every", "has no meaning with \"evaluate\": false (nothing is evaluated)");
   s.eval_every = r.integer("eval_every", std::max<int64_t>(1, (s.steps + 9) / 10), 1, kMaxSteps);
   s.micro_batch = r.integer("micro_batch", 256, 1, kMaxBatch);
-  s.random_shift = static_cast<int>(r.integer("random_shift", 0, 0, kMaxRandomShift));
+  // More than 8 of 28 pixels would move about a third of an item out of the picture.
+  s.random_shift = r.integer<int>("random_shift", 0, 0, kMaxPixelShift);
   s.continue_after_nan = r.boolean("continue_after_nan", false);
 
   s.seeds = r.integers<uint64_t>("seeds", s.seeds, 0, UINT64_MAX);

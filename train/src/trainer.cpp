@@ -94,7 +94,8 @@ Evaluation evaluate(const Model<float>& model, const float* params, const ImageS
 class GradientEngine {
  public:
   // Random shift of the training images (augment.hpp): up to max_shift pixels, vacated pixels
-  // take `fill` (the standardized value of a black pixel), offsets keyed by (seed, step).
+  // take `fill` (the standardized value of a black pixel), offsets keyed by (seed, step, global
+  // batch position).
   struct Shift {
     int max_shift = 0;
     float fill = 0.f;
@@ -131,14 +132,14 @@ class GradientEngine {
   std::vector<double> run(int64_t step, const uint32_t* batch,
                           std::vector<std::vector<float>>& params,
                           std::vector<std::vector<float>>& grads) {
-    step_ = static_cast<uint64_t>(step);
+    const auto t = static_cast<uint64_t>(step);
     std::vector<double> worker_loss(static_cast<size_t>(p_));
     const float inv_shard = 1.0f / static_cast<float>(shard_);
     if (split_chunks_) {
       parallel_for(static_cast<size_t>(p_) * chunks_, threads_, [&](size_t task, int th) {
         const size_t r = task / chunks_, c = task % chunks_;
         chunk_loss_[task] =
-            chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[task].data());
+            chunk_gradient(t, batch, r, c, params[r].data(), th, grad_buf_[task].data());
       });
       for (size_t r = 0; r < static_cast<size_t>(p_); ++r) {
         float* g = grads[r].data();
@@ -158,12 +159,12 @@ class GradientEngine {
       // final scaling ride along with the neighbouring pass. Every rounding step is kept.
       parallel_for(static_cast<size_t>(p_), threads_, [&](size_t r, int th) {
         float* g = grads[r].data();
-        double loss = chunk_gradient(batch, r, 0, params[r].data(), th, g);
+        double loss = chunk_gradient(t, batch, r, 0, params[r].data(), th, g);
         if (chunks_ == 1) {
           for (size_t i = 0; i < n_; ++i) g[i] = (0.f + g[i]) * inv_shard;
         } else {
           for (size_t c = 1; c < chunks_; ++c) {
-            loss += chunk_gradient(batch, r, c, params[r].data(), th, grad_buf_[th].data());
+            loss += chunk_gradient(t, batch, r, c, params[r].data(), th, grad_buf_[th].data());
             const float* src = grad_buf_[th].data();
             if (c == 1 && c + 1 == chunks_) {
               for (size_t i = 0; i < n_; ++i) g[i] = ((0.f + g[i]) + src[i]) * inv_shard;
@@ -183,8 +184,8 @@ class GradientEngine {
   }
 
  private:
-  double chunk_gradient(const uint32_t* batch, size_t r, size_t c, const float* params, int th,
-                        float* out) {
+  double chunk_gradient(uint64_t step, const uint32_t* batch, size_t r, size_t c,
+                        const float* params, int th, float* out) {
     const size_t begin = (first_ + r) * shard_ + c * micro_;
     const size_t len = std::min(micro_, shard_ - c * micro_);
     const size_t f = train_.features();
@@ -193,10 +194,12 @@ class GradientEngine {
     for (size_t b = 0; b < len; ++b) {
       const size_t idx = batch[begin + b];
       const float* image = train_.pixels.data() + idx * f;
-      if (shift_.max_shift > 0)  // begin + b: the example's position in the global batch
+      // begin + b: the example's position in the global batch. A shard-local one would give
+      // every worker the same shifts; a rank-local one would break local == mpi (tested).
+      if (shift_.max_shift > 0)
         shift_image(image, train_.rows, train_.cols,
-                    random_pixel_shift(shift_.seed, step_, begin + b, shift_.max_shift),
-                    shift_.fill, x + b * f);
+                    random_pixel_shift(shift_.seed, step, begin + b, shift_.max_shift), shift_.fill,
+                    x + b * f);
       else
         std::copy(image, image + f, x + b * f);
       y[b] = train_.labels[idx];
@@ -212,7 +215,6 @@ class GradientEngine {
   int threads_;
   size_t n_;
   Shift shift_;
-  uint64_t step_ = 0;
   bool split_chunks_ = false;
   std::vector<std::vector<float>> grad_buf_, x_buf_;
   std::vector<std::vector<uint8_t>> y_buf_;
@@ -381,7 +383,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   std::vector<std::vector<float>> gathered;  // every worker's vectors, when hosted elsewhere
   GradientEngine engine(model, data.train, first, hosted, shard,
                         static_cast<size_t>(spec.micro_batch), opts.threads,
-                        {spec.random_shift, (0.0f - data.pixel_mean) / data.pixel_std, seed});
+                        {spec.random_shift, black_pixel(data.pixel_mean, data.pixel_std), seed});
   std::vector<StepTimes> step_times;
   // Workers in processes of their own time their parts apart; then each worker's are kept
   // (hosted workers share one process's times, so there they would only repeat them).

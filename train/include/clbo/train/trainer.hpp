@@ -5,7 +5,8 @@
 //
 // One step t of a run:
 //   1. the global batch (B examples of an epoch's seeded permutation) is cut into p shards
-//      of B/p; worker r computes the mean gradient of shard r on ITS OWN parameters (ranks
+//      of B/p (each example shifted first when `random_shift` > 0, augment.hpp); worker r
+//      computes the mean gradient of shard r on ITS OWN parameters (ranks
 //      of SLAMB and 0/1 Adam drift apart between syncs, as on a real cluster);
 //   2. every rank's optimizer gets set_lr(schedule(t)) and steps through its worker's
 //      communicator (workers.hpp), whose backend counts the bytes the rank really sent,
