@@ -104,9 +104,9 @@ def plot(results_dir, out_dir, name="convergence-gaps", input=DESIGNS[0][1][0], 
                         markerfacecolor="white", markeredgecolor="black", markeredgewidth=0.8)
     acc_ax.axhspan(-TARGET_POINTS, TARGET_POINTS, color="#2a9d8f", alpha=0.12, linewidth=0,
                    label=f"target: within {TARGET_POINTS} points")
+    bases = {per_design[0][1][l][0] for l in shown}
     for ax in (acc_ax, loss_ax):
         ax.axhline(0.0, color="black", linewidth=0.8)
-        bases = {per_design[0][1][l][0] for l in shown}
         common.bar_tick_labels(ax, list(range(len(shown))), shown)
         ax.grid(axis="x", visible=False)
     acc_ax.set_ylabel("final test accuracy: run - baseline (points)")

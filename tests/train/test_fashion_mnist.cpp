@@ -6,7 +6,6 @@
 #include <fstream>
 
 #include "clbo/core/error.hpp"
-#include "clbo/train/augment.hpp"
 #include "clbo/train/fashion_mnist.hpp"
 
 using namespace clbo::train;
@@ -85,8 +84,9 @@ TEST_F(IdxFiles, LoadsAndStandardizes) {
   EXPECT_NEAR(mean / d.train.pixels.size(), 0.0, 1e-5);
   // Pixel 1 of image 0 is 31/255 before standardization.
   EXPECT_NEAR(d.train.pixels[1], (31 / 255.0f - d.pixel_mean) / d.pixel_std, 1e-6);
-  // Pixel 0 is raw 0: the fill of a shifted image (augment.hpp) is exactly what it loads as.
-  EXPECT_EQ(d.train.pixels[0], black_pixel(d.pixel_mean, d.pixel_std));
+  // Pixel 0 is raw 0: the fill of a shifted image (standardize(0), augment.hpp) is exactly
+  // what it loads as.
+  EXPECT_EQ(d.train.pixels[0], d.standardize(0.0f));
 }
 
 TEST_F(IdxFiles, ReadsUncompressedFilesToo) {

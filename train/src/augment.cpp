@@ -39,8 +39,4 @@ void shift_image(const float* in, size_t rows, size_t cols, PixelShift s, float 
   }
 }
 
-float black_pixel(float pixel_mean, float pixel_std) {
-  return (0 / 255.0f - pixel_mean) / pixel_std;  // as load_fashion_mnist standardizes
-}
-
 }  // namespace clbo::train

@@ -184,7 +184,7 @@ FashionMnist load_fashion_mnist(const std::string& dir_in, bool require_full_siz
   d.pixel_mean = static_cast<float>(mean);
   d.pixel_std = static_cast<float>(std::sqrt(var));
   for (ImageSet* s : {&d.train, &d.test})
-    for (float& v : s->pixels) v = (v - d.pixel_mean) / d.pixel_std;
+    for (float& v : s->pixels) v = d.standardize(v);
   return d;
 }
 

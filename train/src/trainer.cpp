@@ -383,7 +383,7 @@ nlohmann::json train_one(const ExperimentSpec& spec, const RunSpec& run, uint64_
   std::vector<std::vector<float>> gathered;  // every worker's vectors, when hosted elsewhere
   GradientEngine engine(model, data.train, first, hosted, shard,
                         static_cast<size_t>(spec.micro_batch), opts.threads,
-                        {spec.random_shift, black_pixel(data.pixel_mean, data.pixel_std), seed});
+                        {spec.random_shift, data.standardize(0.0f), seed});
   std::vector<StepTimes> step_times;
   // Workers in processes of their own time their parts apart; then each worker's are kept
   // (hosted workers share one process's times, so there they would only repeat them).

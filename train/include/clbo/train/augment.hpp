@@ -24,8 +24,4 @@ PixelShift random_pixel_shift(uint64_t seed, uint64_t step, uint64_t batch_posit
 
 void shift_image(const float* in, size_t rows, size_t cols, PixelShift s, float fill, float* out);
 
-// What the loader stores for a raw black pixel (0/255), the background of Fashion-MNIST: the
-// fill of a shifted image, computed with the loader's own float operations.
-float black_pixel(float pixel_mean, float pixel_std);
-
 }  // namespace clbo::train

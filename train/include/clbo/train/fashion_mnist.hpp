@@ -37,6 +37,9 @@ struct ImageSet {
 struct FashionMnist {
   ImageSet train, test;
   float pixel_mean = 0.f, pixel_std = 1.f;  // of the raw training pixels scaled to [0, 1]
+  // The one standardization of a pixel scaled to [0, 1] (raw / 255.0f): the loader applies it
+  // to every image, and standardize(0.0f), a black pixel, fills the shifted images' edges.
+  float standardize(float scaled) const { return (scaled - pixel_mean) / pixel_std; }
 };
 
 // The first existing of `<dir>/<name>.gz` and `<dir>/<name>`; "" if neither exists.
