@@ -48,21 +48,29 @@ def load(path, role):
         raise ResultsFileError(f"{path}: the {role} results file is not readable JSON: {e}") from None
 
 
-def first_difference(a, b, path="$"):
-    """The path of the first field where a and b differ, and both values; None if equal."""
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def first_difference(a, b, path="$", rel_tol=0.0):
+    """The path of the first field where a and b differ, and both values; None if equal.
+    rel_tol > 0 compares numbers (an int and a float alike) to that relative tolerance, for
+    results whose floating point may take another libm path on another CPU; 0: exactly."""
+    if rel_tol > 0 and is_number(a) and is_number(b):
+        return None if abs(a - b) <= rel_tol * max(abs(a), abs(b)) else (path, a, b)
     if type(a) is not type(b):
         return path, a, b
     if isinstance(a, dict):
         for key in sorted(set(a) | set(b)):
             if key not in a or key not in b:
                 return f"{path}.{key}", a.get(key, "<absent>"), b.get(key, "<absent>")
-            found = first_difference(a[key], b[key], f"{path}.{key}")
+            found = first_difference(a[key], b[key], f"{path}.{key}", rel_tol)
             if found:
                 return found
         return None
     if isinstance(a, list):
         for i, (x, y) in enumerate(zip(a, b)):
-            found = first_difference(x, y, f"{path}[{i}]")
+            found = first_difference(x, y, f"{path}[{i}]", rel_tol)
             if found:
                 return found
         if len(a) != len(b):

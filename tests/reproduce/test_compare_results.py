@@ -79,6 +79,22 @@ class CompareResultsTest(unittest.TestCase):
         self.assertIsNone(self.changed(
             lambda d: d["environment"].update(git_hash="def", host="b")))
 
+    def test_a_relative_tolerance_compares_numbers_only(self):
+        first = compare_results.first_difference
+        a = {"t": [1.0, 2, {"n": "x", "ok": True}]}
+        # Within 1e-9: equal, an int and a float alike; beyond it: the path and both values.
+        self.assertIsNone(first(a, {"t": [1.0 + 1e-12, 2.0, {"n": "x", "ok": True}]},
+                                rel_tol=1e-9))
+        self.assertEqual(first(a, {"t": [1.000001, 2, {"n": "x", "ok": True}]}, rel_tol=1e-9),
+                         ("$.t[0]", 1.0, 1.000001))
+        # Exactly without it; strings and booleans exactly with it (True is not the number 1).
+        self.assertEqual(first(a, {"t": [1.0, 2.0, {"n": "x", "ok": True}]}),
+                         ("$.t[1]", 2, 2.0))
+        self.assertEqual(first(a, {"t": [1.0, 2, {"n": "y", "ok": True}]}, rel_tol=1e-9)[0],
+                         "$.t[2].n")
+        self.assertEqual(first(a, {"t": [1.0, 2, {"n": "x", "ok": 1}]}, rel_tol=1e-9)[0],
+                         "$.t[2].ok")
+
     def test_key_order_does_not_matter(self):
         reordered = dict(reversed(list(RESULT.items())))
         fresh = self.write("fresh.json", None, raw=json.dumps(reordered, indent=4))

@@ -31,6 +31,14 @@ def scratch(prefix="clbo-test-"):
     return path
 
 
+def compare_results(src):
+    """The regeneration test's comparer (tests/reproduce/compare_results.py): one place for
+    how two results files are compared."""
+    sys.path.insert(0, os.path.join(src, "tests", "reproduce"))
+    import compare_results as module  # noqa: E402
+    return module
+
+
 def clbo_interfaces():
     out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     return [line.split(":")[1].strip() for line in out.splitlines()
@@ -449,26 +457,6 @@ REGENERATE = ("clbo validate experiments/validation/quick.json --resimulate "
               "tests/validate/data/quick-work -o tests/validate/data/quick-resimulated.json")
 
 
-def differences(got, want, where=""):
-    """Where two results differ: numbers to 1e-9 relative (the simulator's floating point
-    may take another libm path on another CPU), everything else exactly."""
-    if isinstance(want, dict) and isinstance(got, dict):
-        if sorted(got) != sorted(want):
-            return ["%s: keys %s, want %s" % (where, sorted(got), sorted(want))]
-        return [d for k in want for d in differences(got[k], want[k], "%s.%s" % (where, k))]
-    if isinstance(want, list) and isinstance(got, list):
-        if len(got) != len(want):
-            return ["%s: %d entries, want %d" % (where, len(got), len(want))]
-        return [d for i, (g, w) in enumerate(zip(got, want))
-                for d in differences(g, w, "%s[%d]" % (where, i))]
-    numbers = (int, float)
-    if (isinstance(got, numbers) and isinstance(want, numbers)
-            and not isinstance(got, bool) and not isinstance(want, bool)):
-        return [] if abs(got - want) <= 1e-9 * max(abs(got), abs(want)) else [
-            "%s: %r, want %r" % (where, got, want)]
-    return [] if got == want else ["%s: %r, want %r" % (where, got, want)]
-
-
 def test_resimulate(clbo, src):
     """The quick grid's measurements, kept by a run on this project's machine
     (tests/validate/data/README.md), simulated again: the simulated side of `clbo validate`
@@ -497,12 +485,15 @@ def test_resimulate(clbo, src):
     if untimed(kept_run("second.json")) != untimed(doc):
         fail("two simulations of the same folder differ in more than their timing")
     want = json.load(open(os.path.join(src, DATA, "quick-resimulated.json")))
-    diff = differences(doc["cases"], want["cases"], "cases") + differences(
-        doc["summary"], want["summary"], "summary")
+    # Numbers to 1e-9 relative: the simulator's floating point may take another libm path on
+    # another CPU; everything else exactly.
+    diff = compare_results(src).first_difference(
+        {"cases": doc["cases"], "summary": doc["summary"]},
+        {"cases": want["cases"], "summary": want["summary"]}, rel_tol=1e-9)
     if diff:
-        fail("the simulation of the kept quick run changed (%d differences, first: %s). If the "
-             "model changed on purpose, regenerate the expected result from the source "
-             "folder with\n  %s\nand say why in the commit." % (len(diff), diff[0], REGENERATE))
+        fail("the simulation of the kept quick run changed (first difference: %s is %r, want "
+             "%r). If the model changed on purpose, regenerate the expected result from the "
+             "source folder with\n  %s\nand say why in the commit." % (diff + (REGENERATE,)))
     grid, same = described_differently(path, tmp)
     check_resimulated_inputs(clbo, src, grid, same, work, doc, tmp)
     print("ok: the kept quick run simulated again: %d cases as committed" % len(doc["cases"]))
