@@ -7,31 +7,16 @@ plan creates nothing. Skips (exit 77) with the reason where namespaces cannot be
 
 units needs no namespaces (the runner's pure decisions) and never skips.
 """
-import atexit
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-SKIP = 77
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def scratch(prefix="clbo-test-"):
-    """A temporary folder removed when the test exits, passed or failed."""
-    path = tempfile.mkdtemp(prefix=prefix)
-    atexit.register(shutil.rmtree, path, True)
-    return path
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from clbo_script import SKIP, fail, scratch  # noqa: E402
 
 def setup(emu_dir):
     sys.path.insert(0, emu_dir)

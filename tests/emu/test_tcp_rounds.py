@@ -9,10 +9,8 @@ import subprocess
 import sys
 import time
 
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from clbo_script import fail  # noqa: E402
 
 
 def run_hosts(exe, port, start, delays, sizes="8,65536", reps=3, gaps="0.05,0.05"):

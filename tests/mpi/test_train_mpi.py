@@ -5,27 +5,15 @@ per phase, and reports per-phase times. Skips (exit 77) without the Fashion-MNIS
 
     test_train_mpi.py CLBO MPIRUN
 """
-import atexit
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from clbo_script import fail, scratch  # noqa: E402
 
 DATA = "/usr/share/datasets/fashion-mnist"
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def scratch(prefix="clbo-test-"):
-    """A temporary folder removed when the test exits, passed or failed."""
-    path = tempfile.mkdtemp(prefix=prefix)
-    atexit.register(shutil.rmtree, path, True)
-    return path
 
 
 def main():

@@ -8,28 +8,14 @@ simulates a kept quick run's measurements again (neither emulates anything).
 
     test_validate_cli.py bad-input|check|repeatability|resimulate|quick CLBO SOURCE_DIR
 """
-import atexit
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
-SKIP = 77
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def scratch(prefix="clbo-test-"):
-    """A temporary folder removed when the test exits, passed or failed."""
-    path = tempfile.mkdtemp(prefix=prefix)
-    atexit.register(shutil.rmtree, path, True)
-    return path
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from clbo_script import SKIP, fail, scratch  # noqa: E402
 
 def compare_results(src):
     """The regeneration test's comparer (tests/reproduce/compare_results.py): one place for
