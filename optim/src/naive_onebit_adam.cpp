@@ -17,41 +17,28 @@ class NaiveOneBitAdam final : public OptimizerImpl<NaiveOneBitAdam> {
   NaiveOneBitAdam(OptimizerConfig c, ParamLayout l, int p, int rank)
       : OptimizerImpl(std::move(c), std::move(l), p, rank),
         dense_(onebit_warmup_steps(config_)),
-        m_(n_, 0.0f),
-        v_(n_, 0.0f),
-        onebit_(comm_granularity(config_), layout_, p, n_) {}
+        s_(comm_granularity(config_), layout_, p, n_) {}
 
-  void set_momentum_mask(std::vector<float> mask) override {
-    onebit_.set_mask(std::move(mask), n_);
-  }
+  void set_momentum_mask(std::vector<float> mask) override { s_.set_mask(std::move(mask)); }
 
  protected:
   void update(Communicator& comm, float* theta, const float* grad, int64_t t) override {
     const kernels::AdamArgs a = adam_args(/*bias_correction=*/false, t);
     if (t <= dense_) {
-      kernels::adam_update(theta, m_.data(), v_.data(), average_gradient(comm, grad), n_, a);
+      kernels::adam_update(theta, s_.m.data(), s_.v.data(), average_gradient(comm, grad), n_, a);
       return;
     }
     float* g = scratch();
     std::copy(grad, grad + n_, g);
-    onebit_.allreduce(comm, g);
-    kernels::adam_update(theta, m_.data(), v_.data(), g, n_, a);
+    s_.comm.allreduce(comm, g);
+    kernels::adam_update(theta, s_.m.data(), s_.v.data(), g, n_, a);
   }
-  void save_fields(state_io::Writer& w) const override {
-    w.floats(m_);
-    w.floats(v_);
-    onebit_.save(w);
-  }
-  void load_fields(state_io::Reader& r) override {
-    m_ = r.floats("m", n_);
-    v_ = r.floats("v", n_);
-    onebit_.load(r);
-  }
+  void save_fields(state_io::Writer& w) const override { s_.save(w); }
+  void load_fields(state_io::Reader& r) override { s_.load(r); }
 
  private:
   int64_t dense_;
-  std::vector<float> m_, v_;
-  OnebitComm onebit_;
+  OnebitMoments s_;
 };
 
 }  // namespace

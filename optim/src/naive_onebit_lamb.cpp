@@ -18,14 +18,10 @@ class NaiveOneBitLamb final : public OptimizerImpl<NaiveOneBitLamb> {
       : OptimizerImpl(std::move(c), std::move(l), p, rank),
         params_(config_.as<NaiveOneBitLambParams>()),
         warmup_(onebit_warmup_steps(config_)),
-        m_(n_, 0.0f),
-        v_(n_, 0.0f),
-        u_(n_, 0.0f),
-        onebit_(params_.comm_granularity, layout_, p, n_) {}
+        s_(params_.comm_granularity, layout_, p, n_),
+        u_(n_, 0.0f) {}
 
-  void set_momentum_mask(std::vector<float> mask) override {
-    onebit_.set_mask(std::move(mask), n_);
-  }
+  void set_momentum_mask(std::vector<float> mask) override { s_.set_mask(std::move(mask)); }
   std::vector<float> layer_coefficients() const override { return trust_; }
 
  protected:
@@ -34,32 +30,24 @@ class NaiveOneBitLamb final : public OptimizerImpl<NaiveOneBitLamb> {
     const float lo = static_cast<float>(params_.min_coeff);
     const float hi = static_cast<float>(params_.max_coeff);
     if (t <= warmup_) {
-      trust_ = lamb_dense_update(theta, m_.data(), v_.data(), average_gradient(comm, grad),
+      trust_ = lamb_dense_update(theta, s_.m.data(), s_.v.data(), average_gradient(comm, grad),
                                  u_.data(), layout_, a, lo, hi);
       return;
     }
-    kernels::momentum_update(m_.data(), grad, n_, beta1_);
-    onebit_.allreduce(comm, m_.data());
+    kernels::momentum_update(s_.m.data(), grad, n_, beta1_);
+    s_.comm.allreduce(comm, s_.m.data());
     a.update_m = a.update_v = false;
-    trust_ = lamb_dense_update(theta, m_.data(), v_.data(), nullptr, u_.data(), layout_, a, lo, hi);
+    trust_ =
+        lamb_dense_update(theta, s_.m.data(), s_.v.data(), nullptr, u_.data(), layout_, a, lo, hi);
   }
-  void save_fields(state_io::Writer& w) const override {
-    w.floats(m_);
-    w.floats(v_);
-    onebit_.save(w);
-  }
-  void load_fields(state_io::Reader& r) override {
-    m_ = r.floats("m", n_);
-    v_ = r.floats("v", n_);
-    onebit_.load(r);
-  }
+  void save_fields(state_io::Writer& w) const override { s_.save(w); }
+  void load_fields(state_io::Reader& r) override { s_.load(r); }
 
  private:
   NaiveOneBitLambParams params_;
   int64_t warmup_;
-  std::vector<float> m_, v_;
-  std::vector<float> u_;  // workspace
-  OnebitComm onebit_;
+  OnebitMoments s_;
+  std::vector<float> u_;      // workspace
   std::vector<float> trust_;  // of the last step (diagnostics, not state)
 };
 

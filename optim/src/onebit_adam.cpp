@@ -18,43 +18,30 @@ class OneBitAdam final : public OptimizerImpl<OneBitAdam> {
       : OptimizerImpl(std::move(c), std::move(l), p, rank),
         warmup_(onebit_warmup_steps(config_)),
         error_feedback_(config_.kind == OptimizerKind::kOneBitAdam),
-        m_(n_, 0.0f),
-        v_(n_, 0.0f),
-        onebit_(comm_granularity(config_), layout_, p, n_) {}
+        s_(comm_granularity(config_), layout_, p, n_) {}
 
-  void set_momentum_mask(std::vector<float> mask) override {
-    onebit_.set_mask(std::move(mask), n_);
-  }
+  void set_momentum_mask(std::vector<float> mask) override { s_.set_mask(std::move(mask)); }
 
  protected:
   void update(Communicator& comm, float* theta, const float* grad, int64_t t) override {
     kernels::AdamArgs a = adam_args(/*bias_correction=*/false, t);
     if (t <= warmup_) {
-      kernels::adam_update(theta, m_.data(), v_.data(), average_gradient(comm, grad), n_, a);
+      kernels::adam_update(theta, s_.m.data(), s_.v.data(), average_gradient(comm, grad), n_, a);
       return;
     }
-    kernels::momentum_update(m_.data(), grad, n_, beta1_);
-    if (!error_feedback_) onebit_.zero_errors();
-    onebit_.allreduce(comm, m_.data());
+    kernels::momentum_update(s_.m.data(), grad, n_, beta1_);
+    if (!error_feedback_) s_.comm.zero_errors();
+    s_.comm.allreduce(comm, s_.m.data());
     a.update_m = a.update_v = false;
-    kernels::adam_update(theta, m_.data(), v_.data(), nullptr, n_, a);
+    kernels::adam_update(theta, s_.m.data(), s_.v.data(), nullptr, n_, a);
   }
-  void save_fields(state_io::Writer& w) const override {
-    w.floats(m_);
-    w.floats(v_);
-    onebit_.save(w);
-  }
-  void load_fields(state_io::Reader& r) override {
-    m_ = r.floats("m", n_);
-    v_ = r.floats("v", n_);
-    onebit_.load(r);
-  }
+  void save_fields(state_io::Writer& w) const override { s_.save(w); }
+  void load_fields(state_io::Reader& r) override { s_.load(r); }
 
  private:
   int64_t warmup_;
   bool error_feedback_;
-  std::vector<float> m_, v_;
-  OnebitComm onebit_;
+  OnebitMoments s_;
 };
 
 }  // namespace

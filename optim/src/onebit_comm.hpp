@@ -3,6 +3,8 @@
 // DeepSpeed's optional exp_avg_mask applied to the result. Shared by OneBitAdam, OneBitLamb
 // and ZeroOneAdam so the split, the error state and its checkpoint format live in one place.
 #pragma once
+#include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "clbo/collectives/algorithms.hpp"
@@ -36,6 +38,30 @@ class OnebitComm {
   std::vector<OnebitState> states_;
   std::vector<float> mask_;
   int p_ = 1;
+};
+
+// Adam's two moments beside the 1-bit call: the state of the optimizers whose checkpoint holds
+// exactly m, v and the call's error buffers, in that order (OneBitAdam, NaiveOneBitAdam,
+// NaiveOneBitLamb), with DeepSpeed's exp_avg_mask forwarded to the call.
+struct OnebitMoments {
+  OnebitMoments(CommGranularity granularity, const ParamLayout& layout, int p, size_t n)
+      : m(n, 0.0f), v(n, 0.0f), comm(granularity, layout, p, n) {}
+
+  void set_mask(std::vector<float> mask) { comm.set_mask(std::move(mask), m.size()); }
+  void save(state_io::Writer& w) const {
+    w.floats(m);
+    w.floats(v);
+    comm.save(w);
+  }
+  void load(state_io::Reader& r) {
+    const size_t n = m.size();
+    m = r.floats("m", n);
+    v = r.floats("v", n);
+    comm.load(r);
+  }
+
+  std::vector<float> m, v;
+  OnebitComm comm;
 };
 
 }  // namespace clbo::optim_detail
