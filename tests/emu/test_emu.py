@@ -18,6 +18,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from clbo_script import SKIP, fail, scratch  # noqa: E402
 
+
 def setup(emu_dir):
     sys.path.insert(0, emu_dir)
     from clbo_emu import lifetime

@@ -17,6 +17,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from clbo_script import SKIP, fail, scratch  # noqa: E402
 
+
 def compare_results(src):
     """The regeneration test's comparer (tests/reproduce/compare_results.py): one place for
     how two results files are compared."""
